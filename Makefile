@@ -1,0 +1,36 @@
+# schemadns: CoreDNS with Kubernetes DNS plugins. `make help` lists targets.
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+BIN     := bin/coredns
+# Integration tests start a real kube-apiserver; give slow machines room.
+TEST_TIMEOUT ?= 30m
+
+.PHONY: all build generate tools deps test lint run help
+
+all: build
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+build: ## build bin/coredns from plugin.cfg
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./coredns
+
+generate: ## regenerate coredns/zdirectives.go from plugin.cfg
+	$(GO) generate ./coredns
+
+tools: ## build etcd and kube-apiserver into the cache (once per version)
+	hack/tools.sh >/dev/null
+
+deps: ## install the Debian packages the tests use (dig)
+	hack/deps.sh
+
+test: tools deps ## all tests: unit, fuzz seed corpora, integration against a real API server
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+run: build tools ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
+	hack/run.sh

@@ -1,0 +1,24 @@
+// Command coredns is CoreDNS with the schemadns plugins compiled in. The set
+// of plugins and their chain order come from plugin.cfg at the top of the
+// repository; zdirectives.go is generated from it.
+package main
+
+//go:generate go run ./gen -cfg ../plugin.cfg -out zdirectives.go
+
+import (
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+)
+
+// version is the schemadns release, set at build time with
+// -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	dnsserver.Directives = directives
+	// coremain prints caddy.AppVersion for -version and at start-up, so the
+	// project's version rides along with CoreDNS's.
+	caddy.AppVersion = coremain.CoreVersion + " (schemadns " + version + ")"
+	coremain.Run()
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# tools.sh builds the etcd and kube-apiserver binaries that the integration
+# tests (package test/kubeapi) run. They go to a per-user cache outside the
+# clone, one file per version, so that every clone and worktree shares them, a
+# clean of the clone does not cost another ten-minute build, and bumping a
+# version in hack/tools/<name>/go.mod builds the new one next to the old.
+#
+# Usage: hack/tools.sh [--print-dir]
+#   --print-dir  only print the tools directory; build nothing.
+#
+# Progress goes to stderr; the last line on stdout is the tools directory.
+# SCHEMADNS_TOOLS_DIR overrides the directory.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dir=${SCHEMADNS_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/schemadns/tools}
+
+# tmpdir is the build directory of the binary being built, removed on any exit
+# so that an interrupted build leaves nothing behind.
+tmpdir=
+cleanup() { if [[ -n $tmpdir ]]; then rm -rf "$tmpdir"; fi; }
+trap cleanup EXIT
+# Bash only runs the EXIT trap on a signal it traps, so turn them into exits.
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# module_version GOMOD MODULE prints the version GOMOD requires of MODULE,
+# whether in a one-line require or in a require block.
+module_version() {
+	awk -v mod="$2" '
+		$1 == "require" && $2 == "(" { block = 1; next }
+		$1 == "require" && $2 == mod { print $3; exit }
+		block && $1 == ")" { block = 0; next }
+		block && $1 == mod { print $2; exit }
+	' "$1"
+}
+
+# lock serialises builds between concurrent runs (two test packages starting
+# at once): the second waits, then finds the binary and skips it.
+lock() {
+	if command -v flock >/dev/null; then
+		exec 9>"$dir/.lock"
+		flock 9
+	fi
+}
+
+# build NAME MODULE PACKAGE [GO BUILD FLAGS...] builds PACKAGE inside the
+# module hack/tools/NAME into $dir/NAME-VERSION, VERSION being the one that
+# module's go.mod requires of MODULE.
+build() {
+	local name=$1 module=$2 pkg=$3
+	shift 3
+	local gomod=$root/hack/tools/$name/go.mod version
+	version=$(module_version "$gomod" "$module")
+	if [[ -z $version ]]; then
+		echo "tools.sh: $gomod does not require $module" >&2
+		exit 1
+	fi
+	local out=$dir/$name-$version
+	if [[ -x $out ]]; then
+		return
+	fi
+	lock
+	if [[ -x $out ]]; then
+		return
+	fi
+
+	echo "building $name $version (first time only, several minutes on $(nproc) cores)…" >&2
+	local start=$SECONDS
+	tmpdir=$(mktemp -d "$dir/.build-$name.XXXXXX")
+	# GOWORK=off: the tools modules must build with their own go.mod, never a
+	# go.work that someone keeps above the clone.
+	(cd "$root/hack/tools/$name" &&
+		GOWORK=off go build -trimpath "$@" -o "$tmpdir/$name" "$pkg")
+	# A rename within one directory is atomic: $out is whole or absent.
+	mv "$tmpdir/$name" "$out"
+	rm -rf "$tmpdir"
+	tmpdir=
+	echo "built $out in $((SECONDS - start))s" >&2
+}
+
+# apiserver_ldflags VERSION stamps the version the way Kubernetes' own build
+# does, so /version and kubectl report v1.36.3 instead of v0.0.0-master.
+apiserver_ldflags() {
+	local v=${1#v} pkg=k8s.io/component-base/version
+	local major=${v%%.*} rest=${v#*.}
+	local minor=${rest%%.*}
+	echo "-X $pkg.gitVersion=$1 -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+}
+
+main() {
+	if [[ ${1:-} == --print-dir ]]; then
+		echo "$dir"
+		return
+	fi
+	if [[ $# -gt 0 ]]; then
+		echo "usage: $0 [--print-dir]" >&2
+		exit 2
+	fi
+	mkdir -p "$dir"
+	build etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3
+	local version
+	version=$(module_version "$root/hack/tools/kube-apiserver/go.mod" k8s.io/kubernetes)
+	build kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver \
+		-ldflags "$(apiserver_ldflags "$version")"
+	echo "$dir"
+}
+
+main "$@"

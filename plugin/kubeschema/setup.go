@@ -1,0 +1,268 @@
+package kubeschema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/upstream"
+	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+func init() { plugin.Register(pluginName, setup) }
+
+// Defaults, as in CoreDNS's kubernetes plugin.
+const (
+	defaultTTL            = 5
+	maxTTL                = 3600
+	defaultStartupTimeout = 5 * time.Second
+)
+
+var errNotSynced = errors.New("kubeschema: the cache has not synced with the API server yet")
+
+func setup(c *caddy.Controller) error {
+	k, err := parse(c)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	k.upstream = upstream.New()
+	k.nsAddrs = listenAddrs(dnsserver.GetConfig(c).ListenHosts)
+	c.OnStartup(k.start)
+	c.OnShutdown(k.shutdown)
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		k.Next = next
+		return k
+	})
+	return nil
+}
+
+// parse reads one kubeschema stanza.
+func parse(c *caddy.Controller) (*Kubeschema, error) {
+	k := &Kubeschema{opts: options{ttl: defaultTTL, startupTimeout: defaultStartupTimeout}}
+	for i := 0; c.Next(); i++ {
+		if i > 0 {
+			return nil, plugin.ErrOnce
+		}
+		zones, err := zonesFrom(c.RemainingArgs(), c.ServerBlockKeys)
+		if err != nil {
+			return nil, c.Errf("%v", err)
+		}
+		k.Zones = zones
+		for c.NextBlock() {
+			if err := k.parseOption(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if k.cfg.Endpoint != "" && k.cfg.Kubeconfig == "" && (k.cfg.TLSCert == "") != (k.cfg.TLSKey == "") {
+		return nil, c.Err("tls needs both a certificate and a key")
+	}
+	if err := k.cfg.Validate(); err != nil {
+		return nil, c.Errf("%v", err)
+	}
+	return k, nil
+}
+
+// zonesFrom normalises the zones of the stanza (or of the server block):
+// lower case, fully qualified, CIDRs turned into reverse zones.
+func zonesFrom(args, block []string) ([]string, error) {
+	for _, a := range args {
+		if _, err := netip.ParsePrefix(a); err == nil {
+			continue
+		}
+		if _, ok := dns.IsDomainName(a); !ok || strings.ContainsAny(a, "/:@ ") {
+			return nil, fmt.Errorf("zone %q is not a domain name", a)
+		}
+	}
+	zones := plugin.OriginsFromArgsOrServerBlock(args, block)
+	for i, z := range zones {
+		zones[i] = strings.ToLower(z)
+	}
+	return zones, nil
+}
+
+func (k *Kubeschema) parseOption(c *caddy.Controller) error {
+	opt := c.Val()
+	args := c.RemainingArgs()
+	need := func(min, max int) error {
+		if len(args) < min || (max >= 0 && len(args) > max) {
+			return c.ArgErr()
+		}
+		return nil
+	}
+	switch opt {
+	case "kubeconfig":
+		if err := need(1, 2); err != nil {
+			return err
+		}
+		k.cfg.Kubeconfig = args[0]
+		if len(args) == 2 {
+			k.cfg.Context = args[1]
+		}
+	case "endpoint":
+		if err := need(1, 1); err != nil {
+			return err
+		}
+		k.cfg.Endpoint = args[0]
+	case "tls":
+		if err := need(3, 3); err != nil {
+			return err
+		}
+		k.cfg.TLSCert, k.cfg.TLSKey, k.cfg.TLSCA = args[0], args[1], args[2]
+	case "namespaces":
+		if err := need(1, -1); err != nil {
+			return err
+		}
+		k.opts.namespaces = map[string]bool{}
+		for _, ns := range args {
+			k.opts.namespaces[strings.ToLower(ns)] = true
+		}
+	case "labels":
+		if err := need(1, -1); err != nil {
+			return err
+		}
+		sel, err := labels.Parse(strings.Join(args, " "))
+		if err != nil {
+			return c.Errf("labels: %v", err)
+		}
+		k.cfg.LabelSelector = sel.String()
+	case "namespace_labels":
+		if err := need(1, -1); err != nil {
+			return err
+		}
+		sel, err := labels.Parse(strings.Join(args, " "))
+		if err != nil {
+			return c.Errf("namespace_labels: %v", err)
+		}
+		k.opts.namespaceLabels = sel
+	case "pods":
+		if err := need(1, 1); err != nil {
+			return err
+		}
+		mode, ok := map[string]podMode{"disabled": podsDisabled, "insecure": podsInsecure, "verified": podsVerified}[args[0]]
+		if !ok {
+			return c.Errf("pods: want disabled, insecure or verified, got %q", args[0])
+		}
+		k.opts.pods = mode
+	case "endpoint_pod_names":
+		if err := need(0, 0); err != nil {
+			return err
+		}
+		k.opts.endpointPodNames = true
+	case "ttl":
+		if err := need(1, 1); err != nil {
+			return err
+		}
+		ttl, err := strconv.Atoi(args[0])
+		if err != nil || ttl < 0 || ttl > maxTTL {
+			return c.Errf("ttl must be a whole number of seconds from 0 to %d, got %q", maxTTL, args[0])
+		}
+		k.opts.ttl = uint32(ttl)
+	case "noendpoints":
+		if err := need(0, 0); err != nil {
+			return err
+		}
+		k.opts.noEndpoints = true
+	case "ignore":
+		if err := need(1, 1); err != nil {
+			return err
+		}
+		if args[0] != "empty_service" {
+			return c.Errf("ignore: unknown value %q (want empty_service)", args[0])
+		}
+		k.opts.ignoreEmptyService = true
+	case "fallthrough":
+		k.Fall.SetZonesFromArgs(args)
+	case "startup_timeout":
+		if err := need(1, 1); err != nil {
+			return err
+		}
+		d, err := time.ParseDuration(args[0])
+		if err != nil || d < 0 {
+			return c.Errf("startup_timeout: %q is not a duration", args[0])
+		}
+		k.opts.startupTimeout = d
+	default:
+		return c.Errf("unknown property %q", opt)
+	}
+	return nil
+}
+
+// start connects to the shared cache and waits up to startup_timeout for
+// the first snapshot; after that, serving starts anyway (with SERVFAIL
+// until the cache syncs) and the problem stays in the log.
+func (k *Kubeschema) start() error {
+	h, err := watchcache.Acquire(k.cfg, k.kinds())
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	k.data = h
+	ctx, cancel := context.WithCancel(context.Background())
+	b := newBuilder(k, h)
+	unsubscribe := h.Subscribe(b.onEvent)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.run(ctx, func(ctx context.Context) error { return h.WaitForSync(ctx, k.kinds()) })
+	}()
+	k.stop = func() {
+		unsubscribe()
+		cancel()
+		<-done
+		h.Release()
+	}
+	wait, cancelWait := context.WithTimeout(ctx, k.opts.startupTimeout)
+	defer cancelWait()
+	if err := h.WaitForSync(wait, k.kinds()); err != nil {
+		log.Warningf("starting to serve before the API server answered (startup_timeout %s): %v", k.opts.startupTimeout, err)
+		return nil
+	}
+	for k.snap.Load() == nil && wait.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+func (k *Kubeschema) shutdown() error {
+	if k.stop != nil {
+		k.stop()
+		k.stop = nil
+	}
+	syncedGauge.Set(0)
+	return nil
+}
+
+// listenAddrs are the addresses ns.dns.<zone> answers with: those the
+// server block binds, or else this host's own unicast addresses (loopback
+// when it has none), the way Mesos-DNS answers for itself.
+func listenAddrs(hosts []string) []netip.Addr {
+	var out []netip.Addr
+	for _, h := range hosts {
+		if a, err := netip.ParseAddr(h); err == nil && !a.IsUnspecified() {
+			out = append(out, a.Unmap())
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	ifaddrs, _ := net.InterfaceAddrs()
+	for _, ia := range ifaddrs {
+		if p, err := netip.ParsePrefix(ia.String()); err == nil && p.Addr().IsGlobalUnicast() {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, netip.MustParseAddr("127.0.0.1"))
+	}
+	return out
+}

@@ -1,0 +1,60 @@
+package kubeschema
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Timers of the SOA, as CoreDNS's kubernetes plugin has them.
+const (
+	soaRefresh = 7200
+	soaRetry   = 1800
+	soaExpire  = 86400
+)
+
+// isReverse tells whether zone is under in-addr.arpa or ip6.arpa.
+func isReverse(zone string) bool {
+	return strings.HasSuffix(zone, "in-addr.arpa.") || strings.HasSuffix(zone, "ip6.arpa.")
+}
+
+// nsName is the nameserver name, ns.dns.<zone> of the first forward zone
+// (reverse zones point there too).
+func (k *Kubeschema) nsName(zone string) string {
+	if !isReverse(zone) {
+		return "ns.dns." + zone
+	}
+	for _, z := range k.Zones {
+		if !isReverse(z) {
+			return "ns.dns." + z
+		}
+	}
+	return "ns.dns." + zone
+}
+
+// emptySnapshot holds the fixed records of each zone and no services.
+func (k *Kubeschema) emptySnapshot(serial uint32) *snapshot {
+	s := &snapshot{ptr: map[netip.Addr][]ptrRecord{}, ptrOwned: map[string][]netip.Addr{}, serial: serial}
+	ttl := k.opts.ttl
+	for _, zone := range k.Zones {
+		ns := k.nsName(zone)
+		z := &zoneData{origin: zone, reverse: isReverse(zone), services: map[string]*serviceRecords{}, namespaces: map[string]int{}}
+		z.soa = &dns.SOA{Hdr: hdr(zone, dns.TypeSOA, ttl), Ns: ns, Mbox: "hostmaster." + strings.TrimPrefix(ns, "ns.dns."),
+			Serial: serial, Refresh: soaRefresh, Retry: soaRetry, Expire: soaExpire, Minttl: ttl}
+		z.ns = []dns.RR{&dns.NS{Hdr: hdr(zone, dns.TypeNS, ttl), Ns: ns}}
+		if !z.reverse {
+			z.nsA, z.nsAAAA = addrRecords(ns, k.nsAddrs, ttl)
+			z.version = []dns.RR{&dns.TXT{Hdr: hdr("dns-version."+zone, dns.TypeTXT, ttl), Txt: []string{SchemaVersion}}}
+		}
+		s.zones = append(s.zones, z)
+	}
+	return s
+}
+
+// withSerial is a copy of soa with another serial.
+func withSerial(soa *dns.SOA, serial uint32) *dns.SOA {
+	c := *soa
+	c.Serial = serial
+	return &c
+}

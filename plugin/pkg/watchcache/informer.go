@@ -1,0 +1,185 @@
+package watchcache
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+)
+
+// informer watches one resource.
+type informer struct {
+	kind       Kind
+	store      cache.Indexer
+	controller cache.Controller
+	state      *connState
+	// refs counts the handles that asked for this resource; guarded by
+	// registry's lock.
+	refs   int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// source is how one resource is listed, converted and indexed.
+type source struct {
+	lw        *cache.ListWatch
+	example   runtime.Object
+	transform cache.TransformFunc
+	indexers  cache.Indexers
+}
+
+func (c *Cache) source(k Kind) source {
+	sel := func(o *metav1.ListOptions) { o.LabelSelector = c.cfg.LabelSelector }
+	all := func(*metav1.ListOptions) {}
+	switch k {
+	case Services:
+		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "services", metav1.NamespaceAll, sel),
+			&corev1.Service{}, toService, cache.Indexers{indexIP: serviceIPs}}
+	case EndpointSlices:
+		return source{cache.NewFilteredListWatchFromClient(c.core.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, sel),
+			&discoveryv1.EndpointSlice{}, toEndpointSlice, cache.Indexers{indexService: sliceService, indexImport: sliceImport, indexIP: sliceIPs}}
+	case Namespaces:
+		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
+			&corev1.Namespace{}, toNamespace, cache.Indexers{}}
+	case Pods:
+		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, all),
+			&corev1.Pod{}, toPod, cache.Indexers{indexIP: podIPs}}
+	default:
+		return source{cache.NewFilteredListWatchFromClient(c.mcs.MulticlusterV1alpha1().RESTClient(), "serviceimports", metav1.NamespaceAll, all),
+			&mcsv1alpha1.ServiceImport{}, toServiceImport, cache.Indexers{}}
+	}
+}
+
+func (c *Cache) newInformer(k Kind) *informer {
+	src := c.source(k)
+	state := newConnState(k)
+	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: state.instrument(src.lw),
+		ObjectType:    src.example,
+		Handler:       c.handler(k),
+		Indexers:      src.indexers,
+		Transform:     src.transform,
+	})
+	// Non-nil Indexers make the store an Indexer.
+	return &informer{kind: k, store: store.(cache.Indexer), controller: controller, state: state}
+}
+
+func (inf *informer) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	inf.cancel, inf.done = cancel, make(chan struct{})
+	go func() {
+		defer close(inf.done)
+		inf.controller.RunWithContext(ctx)
+	}()
+	go inf.reportSync(ctx)
+}
+
+// stop ends the watch and waits for the informer's goroutine, so a reload
+// leaves nothing running behind.
+func (inf *informer) stop() {
+	inf.cancel()
+	<-inf.done
+	syncedGauge.WithLabelValues(resourceNames[inf.kind]).Set(0)
+}
+
+// reportSync logs and exports the moment the first list completes.
+func (inf *informer) reportSync(ctx context.Context) {
+	start := time.Now()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.controller.HasSynced) {
+		return
+	}
+	syncedGauge.WithLabelValues(resourceNames[inf.kind]).Set(1)
+	log.Infof("%s synced: %d objects in %s", resourceNames[inf.kind], len(inf.store.ListKeys()), time.Since(start).Round(time.Millisecond))
+}
+
+// syncTick paces WaitForSync's polling.
+func (c *Cache) syncTick() <-chan time.Time { return time.After(50 * time.Millisecond) }
+
+// connState follows whether list and watch calls reach the API server, so
+// an outage and the recovery are each logged once, and exported.
+type connState struct {
+	kind Kind
+	mu   sync.Mutex
+	down bool
+	err  error
+}
+
+func newConnState(k Kind) *connState {
+	apiReachable.WithLabelValues(resourceNames[k]).Set(1)
+	return &connState{kind: k}
+}
+
+// instrument wraps lw so each call reports its outcome. A list after the
+// first one is a relist: after a watch gap (410 Gone) or an outage.
+func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
+	lists := 0
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			obj, err := lw.ListWithContext(ctx, o)
+			lists++
+			if lists > 1 && err == nil {
+				relists.WithLabelValues(resourceNames[s.kind]).Inc()
+				log.Infof("%s relisted at resource version %s", resourceNames[s.kind], listRV(obj))
+			}
+			s.report(err)
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := lw.WatchWithContext(ctx, o)
+			s.report(err)
+			return w, err
+		},
+	}
+}
+
+func listRV(obj runtime.Object) string {
+	if l, ok := obj.(metav1.ListInterface); ok {
+		return l.GetResourceVersion()
+	}
+	return "?"
+}
+
+// report records a call's outcome; state changes are logged.
+func (s *connState) report(err error) {
+	if err != nil && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || isContextDone(err)) {
+		return // a watch gap or our own shutdown, not an outage
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := resourceNames[s.kind]
+	switch {
+	case err != nil && !s.down:
+		s.down, s.err = true, err
+		apiReachable.WithLabelValues(name).Set(0)
+		log.Warningf("%s: API server unreachable, serving the last known state: %v", name, err)
+	case err != nil:
+		s.err = err
+	case s.down:
+		s.down = false
+		apiReachable.WithLabelValues(name).Set(1)
+		log.Infof("%s: API server reachable again", name)
+	}
+	if err != nil {
+		watchErrors.WithLabelValues(name).Inc()
+	} else {
+		s.err = nil
+	}
+}
+
+func (s *connState) lastError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func isContextDone(err error) bool {
+	return err == context.Canceled || err == context.DeadlineExceeded
+}

@@ -1,0 +1,210 @@
+package watchcache
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+)
+
+// Index names.
+const (
+	indexService = "service" // namespace/service-name label of a slice
+	indexImport  = "import"  // namespace/MCS service-name label of a slice
+	indexIP      = "ip"      // every address an object has
+)
+
+func sliceService(obj any) ([]string, error) {
+	if s, ok := obj.(*EndpointSlice); ok && s.Service != "" {
+		return []string{s.namespace + "/" + s.Service}, nil
+	}
+	return nil, nil
+}
+
+func sliceImport(obj any) ([]string, error) {
+	if s, ok := obj.(*EndpointSlice); ok && s.MultiClusterService != "" {
+		return []string{s.namespace + "/" + s.MultiClusterService}, nil
+	}
+	return nil, nil
+}
+
+func sliceIPs(obj any) ([]string, error) {
+	s, ok := obj.(*EndpointSlice)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, e := range s.Endpoints {
+		out = appendAddrs(out, e.Addresses)
+	}
+	return out, nil
+}
+
+func serviceIPs(obj any) ([]string, error) {
+	if s, ok := obj.(*Service); ok {
+		return appendAddrs(nil, s.ClusterIPs), nil
+	}
+	return nil, nil
+}
+
+func podIPs(obj any) ([]string, error) {
+	if p, ok := obj.(*Pod); ok {
+		return appendAddrs(nil, p.IPs), nil
+	}
+	return nil, nil
+}
+
+func appendAddrs(out []string, addrs []netip.Addr) []string {
+	for _, a := range addrs {
+		out = append(out, a.String())
+	}
+	return out
+}
+
+// store returns the informer store of k, or nil when k is not watched.
+func (c *Cache) store(k Kind) storeReader {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if inf, ok := c.informers[k]; ok {
+		return inf.store
+	}
+	return nil
+}
+
+// storeReader is the read half of cache.Indexer.
+type storeReader interface {
+	GetByKey(key string) (any, bool, error)
+	List() []any
+	ByIndex(index, value string) ([]any, error)
+}
+
+func get[T any](c *Cache, k Kind, key string) *T {
+	st := c.store(k)
+	if st == nil {
+		return nil
+	}
+	obj, ok, _ := st.GetByKey(key)
+	if !ok {
+		return nil
+	}
+	t, _ := obj.(*T)
+	return t
+}
+
+func list[T any](c *Cache, k Kind) []*T {
+	st := c.store(k)
+	if st == nil {
+		return nil
+	}
+	return typed[T](st.List())
+}
+
+func byIndex[T any](c *Cache, k Kind, index, value string) []*T {
+	st := c.store(k)
+	if st == nil {
+		return nil
+	}
+	objs, _ := st.ByIndex(index, value)
+	return typed[T](objs)
+}
+
+func typed[T any](objs []any) []*T {
+	out := make([]*T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(*T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Service returns the service ns/name, or nil.
+func (c *Cache) Service(ns, name string) *Service { return get[Service](c, Services, ns+"/"+name) }
+
+// Services returns every cached service.
+func (c *Cache) Services() []*Service { return list[Service](c, Services) }
+
+// ServicesByIP returns the services with the cluster IP a.
+func (c *Cache) ServicesByIP(a netip.Addr) []*Service {
+	return byIndex[Service](c, Services, indexIP, a.String())
+}
+
+// SlicesForService returns the EndpointSlices of the service ns/name.
+func (c *Cache) SlicesForService(ns, name string) []*EndpointSlice {
+	return byIndex[EndpointSlice](c, EndpointSlices, indexService, ns+"/"+name)
+}
+
+// SlicesForImport returns the EndpointSlices of the ServiceImport ns/name.
+func (c *Cache) SlicesForImport(ns, name string) []*EndpointSlice {
+	return byIndex[EndpointSlice](c, EndpointSlices, indexImport, ns+"/"+name)
+}
+
+// SlicesByIP returns the EndpointSlices with an endpoint address a.
+func (c *Cache) SlicesByIP(a netip.Addr) []*EndpointSlice {
+	return byIndex[EndpointSlice](c, EndpointSlices, indexIP, a.String())
+}
+
+// PodsByIP returns the pods with the address a.
+func (c *Cache) PodsByIP(a netip.Addr) []*Pod { return byIndex[Pod](c, Pods, indexIP, a.String()) }
+
+// Namespace returns the namespace name, or nil.
+func (c *Cache) Namespace(name string) *Namespace { return get[Namespace](c, Namespaces, name) }
+
+// Namespaces returns every cached namespace.
+func (c *Cache) Namespaces() []*Namespace { return list[Namespace](c, Namespaces) }
+
+// ServiceImport returns the import ns/name, or nil.
+func (c *Cache) ServiceImport(ns, name string) *ServiceImport {
+	return get[ServiceImport](c, ServiceImports, ns+"/"+name)
+}
+
+// ServiceImports returns every cached import.
+func (c *Cache) ServiceImports() []*ServiceImport { return list[ServiceImport](c, ServiceImports) }
+
+// Pods returns every cached pod.
+func (c *Cache) Pods() []*Pod { return list[Pod](c, Pods) }
+
+// EndpointAddr is one served address of a service, after merging slices.
+type EndpointAddr struct {
+	Addr     netip.Addr
+	Hostname string
+	PodName  string
+	// Cluster is the source cluster (MCS slices only).
+	Cluster string
+	// Slice is the name of the slice the address came from.
+	Slice string
+}
+
+// ServedEndpoints merges the slices of one service into the addresses DNS
+// serves: an endpoint is served when it is ready (or publishNotReady is
+// set) and not terminating. An address that appears more than once (two
+// slices during a migration, or two clusters claiming it) is served once,
+// from the first slice in (cluster, slice name) order; dup, when not nil,
+// is called for each duplicate dropped. The result is sorted by address.
+func ServedEndpoints(slices_ []*EndpointSlice, publishNotReady bool, dup func(kept, dropped EndpointAddr)) []EndpointAddr {
+	ordered := slices.Clone(slices_)
+	slices.SortFunc(ordered, func(a, b *EndpointSlice) int {
+		return cmp.Or(cmp.Compare(a.SourceCluster, b.SourceCluster), cmp.Compare(a.name, b.name))
+	})
+	seen := map[netip.Addr]int{}
+	var out []EndpointAddr
+	for _, s := range ordered {
+		for _, e := range s.Endpoints {
+			if e.Terminating || !(e.Ready || publishNotReady) {
+				continue
+			}
+			for _, a := range e.Addresses {
+				ea := EndpointAddr{Addr: a, Hostname: e.Hostname, PodName: e.PodName, Cluster: s.SourceCluster, Slice: s.name}
+				if i, ok := seen[a]; ok {
+					if dup != nil {
+						dup(out[i], ea)
+					}
+					continue
+				}
+				seen[a] = len(out)
+				out = append(out, ea)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b EndpointAddr) int { return a.Addr.Compare(b.Addr) })
+	return out
+}

@@ -1,0 +1,319 @@
+package watchcache
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+)
+
+// Well-known labels and annotations the cache reads.
+const (
+	// LabelServiceName ties an EndpointSlice to its Service.
+	LabelServiceName = discoveryv1.LabelServiceName
+	// LabelMultiClusterServiceName ties an EndpointSlice to a ServiceImport.
+	LabelMultiClusterServiceName = "multicluster.kubernetes.io/service-name"
+	// LabelSourceCluster names the member cluster an imported slice comes from.
+	LabelSourceCluster = "multicluster.kubernetes.io/source-cluster"
+	// AnnotationTolerateUnready is the legacy form of publishNotReadyAddresses.
+	AnnotationTolerateUnready = "service.alpha.kubernetes.io/tolerate-unready-endpoints"
+	// annotationTriggerTime is set by the EndpointSlice controller to the
+	// time of the change that caused the slice to change.
+	annotationTriggerTime = corev1.EndpointsLastChangeTriggerTime
+)
+
+// ServiceKind tells how DNS answers for a service are made; it is also the
+// label of the programming latency histogram.
+type ServiceKind string
+
+// The service kinds.
+const (
+	KindClusterIP               ServiceKind = "cluster_ip"
+	KindHeadlessWithSelector    ServiceKind = "headless_with_selector"
+	KindHeadlessWithoutSelector ServiceKind = "headless_without_selector"
+	KindExternalName            ServiceKind = "external_name"
+	KindClusterSetIP            ServiceKind = "clusterset_ip"
+	KindMulticlusterHeadless    ServiceKind = "multicluster_headless"
+)
+
+// Port is a service or slice port. Protocol is lower case ("tcp", "udp",
+// "sctp"), as it appears in SRV names.
+type Port struct {
+	Name     string
+	Protocol string
+	Port     int32
+}
+
+// Service is what DNS needs of a core/v1 Service.
+type Service struct {
+	objectMeta
+	Kind ServiceKind
+	// ClusterIPs are the parsed spec.clusterIPs; empty for headless and
+	// ExternalName services.
+	ClusterIPs   []netip.Addr
+	ExternalName string
+	Ports        []Port
+	// PublishNotReady is publishNotReadyAddresses or the legacy annotation:
+	// unready endpoints are served.
+	PublishNotReady bool
+	// Changed is when the object last changed in the API, as well as the
+	// API tells it (see changeTime).
+	Changed time.Time
+}
+
+// DeepCopyObject implements runtime.Object. Cached objects are never
+// modified after the transform, so sharing is safe.
+func (s *Service) DeepCopyObject() runtime.Object { return s }
+
+// Endpoint is one endpoint of an EndpointSlice.
+type Endpoint struct {
+	Addresses []netip.Addr
+	// Hostname is the endpoint's hostname field.
+	Hostname string
+	// PodName is the name of the target Pod, for endpoint_pod_names.
+	PodName     string
+	Ready       bool
+	Terminating bool
+}
+
+// EndpointSlice is what DNS needs of a discovery/v1 EndpointSlice.
+type EndpointSlice struct {
+	objectMeta
+	// Service is the service-name label (empty when absent).
+	Service string
+	// MultiClusterService and SourceCluster are the MCS labels.
+	MultiClusterService string
+	SourceCluster       string
+	Endpoints           []Endpoint
+	Ports               []Port
+	Changed             time.Time
+}
+
+// DeepCopyObject implements runtime.Object.
+func (s *EndpointSlice) DeepCopyObject() runtime.Object { return s }
+
+// Pod is what `pods verified` needs of a Pod.
+type Pod struct {
+	objectMeta
+	IPs []netip.Addr
+}
+
+// DeepCopyObject implements runtime.Object.
+func (p *Pod) DeepCopyObject() runtime.Object { return p }
+
+// Namespace is what the namespace_labels filter needs of a Namespace.
+type Namespace struct {
+	objectMeta
+	Labels map[string]string
+}
+
+// DeepCopyObject implements runtime.Object.
+func (n *Namespace) DeepCopyObject() runtime.Object { return n }
+
+// ServiceImport is what DNS needs of an MCS ServiceImport.
+type ServiceImport struct {
+	objectMeta
+	Headless bool
+	IPs      []netip.Addr
+	Ports    []Port
+	Changed  time.Time
+}
+
+// DeepCopyObject implements runtime.Object.
+func (s *ServiceImport) DeepCopyObject() runtime.Object { return s }
+
+// toService converts a core/v1 Service; anything else passes through, so a
+// tombstone or an already converted object is left alone.
+func toService(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	out := &Service{
+		objectMeta:      newMeta(&s.ObjectMeta),
+		ExternalName:    strings.ToLower(strings.TrimSuffix(s.Spec.ExternalName, ".")),
+		PublishNotReady: s.Spec.PublishNotReadyAddresses || s.Annotations[AnnotationTolerateUnready] == "true",
+		Changed:         changeTime(&s.ObjectMeta),
+	}
+	out.Kind = serviceKind(s)
+	if out.Kind == KindClusterIP {
+		out.ClusterIPs = parseAddrs(s.Spec.ClusterIPs, s.Spec.ClusterIP)
+	}
+	for _, p := range s.Spec.Ports {
+		out.Ports = append(out.Ports, Port{Name: strings.ToLower(p.Name), Protocol: strings.ToLower(string(p.Protocol)), Port: p.Port})
+	}
+	return out, nil
+}
+
+func serviceKind(s *corev1.Service) ServiceKind {
+	switch {
+	case s.Spec.Type == corev1.ServiceTypeExternalName:
+		return KindExternalName
+	case s.Spec.ClusterIP != corev1.ClusterIPNone && s.Spec.ClusterIP != "":
+		return KindClusterIP
+	case len(s.Spec.Selector) > 0:
+		return KindHeadlessWithSelector
+	default:
+		return KindHeadlessWithoutSelector
+	}
+}
+
+// parseAddrs parses clusterIPs, falling back to the single clusterIP field
+// that older objects carry alone. Unparsable entries ("None") are dropped.
+func parseAddrs(ips []string, single string) []netip.Addr {
+	if len(ips) == 0 && single != "" {
+		ips = []string{single}
+	}
+	var out []netip.Addr
+	for _, ip := range ips {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
+}
+
+// toEndpointSlice converts a discovery/v1 EndpointSlice. Endpoints of an
+// address type DNS cannot serve (FQDN) or with unparsable addresses are
+// dropped with a log line.
+func toEndpointSlice(obj any) (any, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return obj, nil
+	}
+	out := &EndpointSlice{
+		objectMeta:          newMeta(&s.ObjectMeta),
+		Service:             s.Labels[LabelServiceName],
+		MultiClusterService: s.Labels[LabelMultiClusterServiceName],
+		SourceCluster:       s.Labels[LabelSourceCluster],
+		Changed:             changeTime(&s.ObjectMeta),
+	}
+	if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
+		log.Warningf("EndpointSlice %s/%s: address type %q is not served", s.Namespace, s.Name, s.AddressType)
+		return out, nil
+	}
+	for i := range s.Endpoints {
+		if ep, ok := toEndpoint(s, &s.Endpoints[i]); ok {
+			out.Endpoints = append(out.Endpoints, ep)
+		}
+	}
+	for _, p := range s.Ports {
+		out.Ports = append(out.Ports, toSlicePort(p))
+	}
+	return out, nil
+}
+
+func toEndpoint(s *discoveryv1.EndpointSlice, e *discoveryv1.Endpoint) (Endpoint, bool) {
+	ep := Endpoint{
+		Ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,
+		Terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
+	}
+	if e.Hostname != nil {
+		ep.Hostname = strings.ToLower(*e.Hostname)
+	}
+	if e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
+		ep.PodName = strings.ToLower(e.TargetRef.Name)
+	}
+	for _, a := range e.Addresses {
+		addr, err := netip.ParseAddr(a)
+		if err != nil || (addr.Is4() != (s.AddressType == discoveryv1.AddressTypeIPv4)) {
+			log.Warningf("EndpointSlice %s/%s: address %q is not a valid %s address, skipped", s.Namespace, s.Name, a, s.AddressType)
+			continue
+		}
+		ep.Addresses = append(ep.Addresses, addr)
+	}
+	if len(ep.Addresses) == 0 {
+		log.Warningf("EndpointSlice %s/%s: an endpoint has no usable address, skipped", s.Namespace, s.Name)
+		return ep, false
+	}
+	return ep, true
+}
+
+func toSlicePort(p discoveryv1.EndpointPort) Port {
+	out := Port{Protocol: "tcp"}
+	if p.Name != nil {
+		out.Name = strings.ToLower(*p.Name)
+	}
+	if p.Protocol != nil {
+		out.Protocol = strings.ToLower(string(*p.Protocol))
+	}
+	if p.Port != nil {
+		out.Port = *p.Port
+	}
+	return out
+}
+
+func toPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &Pod{objectMeta: newMeta(&p.ObjectMeta)}
+	for _, ip := range p.Status.PodIPs {
+		if a, err := netip.ParseAddr(ip.IP); err == nil {
+			out.IPs = append(out.IPs, a.Unmap())
+		}
+	}
+	if len(out.IPs) == 0 && p.Status.PodIP != "" {
+		out.IPs = parseAddrs(nil, p.Status.PodIP)
+	}
+	return out, nil
+}
+
+func toNamespace(obj any) (any, error) {
+	n, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	return &Namespace{objectMeta: newMeta(&n.ObjectMeta), Labels: n.Labels}, nil
+}
+
+func toServiceImport(obj any) (any, error) {
+	si, ok := obj.(*mcsv1alpha1.ServiceImport)
+	if !ok {
+		return obj, nil
+	}
+	out := &ServiceImport{
+		objectMeta: newMeta(&si.ObjectMeta),
+		Headless:   si.Spec.Type == mcsv1alpha1.Headless,
+		IPs:        parseAddrs(si.Spec.IPs, ""),
+		Changed:    changeTime(&si.ObjectMeta),
+	}
+	for _, p := range si.Spec.Ports {
+		out.Ports = append(out.Ports, Port{Name: strings.ToLower(p.Name), Protocol: strings.ToLower(string(p.Protocol)), Port: p.Port})
+	}
+	return out, nil
+}
+
+// changeTime is when the object last changed in the API, when the API says
+// so precisely: the EndpointSlice controller's trigger-time annotation. The
+// metadata timestamps (creation, managedFields) have whole seconds only,
+// too coarse for a latency measured in milliseconds, so without the
+// annotation the zero time is returned and the cache falls back to the
+// moment the watch delivered the change.
+func changeTime(om *metav1.ObjectMeta) time.Time {
+	if v, ok := om.Annotations[annotationTriggerTime]; ok {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
+// Convert turns an API object (Service, EndpointSlice, Pod, Namespace,
+// ServiceImport) into its cached form, as the informers do. Tests of code
+// that reads the cache use it to make objects without an API server.
+func Convert(obj runtime.Object) (any, error) {
+	for _, f := range []func(any) (any, error){toService, toEndpointSlice, toPod, toNamespace, toServiceImport} {
+		if out, err := f(obj); err != nil || out != any(obj) {
+			return out, err
+		}
+	}
+	return nil, fmt.Errorf("watchcache: cannot convert %T", obj)
+}
