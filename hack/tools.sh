@@ -65,7 +65,7 @@ build() {
 		return
 	fi
 
-	echo "building $name $version (first time only, several minutes on $(nproc) cores)…" >&2
+	echo "building $name $version (first time only, several minutes on $(getconf _NPROCESSORS_ONLN) cores)…" >&2
 	local start=$SECONDS
 	tmpdir=$(mktemp -d "$dir/.build-$name.XXXXXX")
 	# GOWORK=off: the tools modules must build with their own go.mod, never a
