@@ -16,7 +16,7 @@ help: ## list targets
 build: ## build bin/coredns from plugin.cfg
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./coredns
 
-generate: ## regenerate coredns/zdirectives.go from plugin.cfg
+generate: ## regenerate coredns/plugins/zplugins.go from plugin.cfg
 	$(GO) generate ./coredns
 
 tools: ## build etcd and kube-apiserver into the cache (once per version)

@@ -1,14 +1,15 @@
 // Command coredns is CoreDNS with the schemadns plugins compiled in. The set
 // of plugins and their chain order come from plugin.cfg at the top of the
-// repository; zdirectives.go is generated from it.
+// repository; package plugins is generated from it.
 package main
 
-//go:generate go run ./gen -cfg ../plugin.cfg -out zdirectives.go
+//go:generate go run ./gen -cfg ../plugin.cfg -out plugins/zplugins.go
 
 import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/coremain"
+	"github.com/schemadns/schemadns/coredns/plugins"
 )
 
 // version is the schemadns release, set at build time with
@@ -16,7 +17,7 @@ import (
 var version = "dev"
 
 func main() {
-	dnsserver.Directives = directives
+	dnsserver.Directives = plugins.Directives
 	// coremain prints caddy.AppVersion for -version and at start-up, so the
 	// project's version rides along with CoreDNS's.
 	caddy.AppVersion = coremain.CoreVersion + " (schemadns " + version + ")"

@@ -14,12 +14,12 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("../zdirectives.go")
+	got, err := os.ReadFile("../plugins/zplugins.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("coredns/zdirectives.go is stale: run `make generate`")
+		t.Fatal("coredns/plugins/zplugins.go is stale: run `make generate`")
 	}
 }
 
