@@ -113,11 +113,16 @@ func Acquire(cfg Config, kinds Kind) (*Handle, error) {
 func (h *Handle) Release() {
 	h.released.Do(func() {
 		registry.Lock()
-		defer registry.Unlock()
-		h.stopInformers(h.kinds)
+		idle := h.dropInformers(h.kinds)
 		h.refs--
 		if h.refs == 0 {
 			delete(registry.caches, h.cfg.key())
+		}
+		registry.Unlock()
+		// Stopping waits for client-go's retry back-off when the API server
+		// is down; other Acquire and Release calls need not wait with it.
+		for _, inf := range idle {
+			inf.stop()
 		}
 	})
 }
@@ -169,9 +174,11 @@ func (c *Cache) startInformers(kinds Kind) {
 	}
 }
 
-// stopInformers counts one user less of each kind and stops the informers
-// nobody uses. Called with registry's lock held.
-func (c *Cache) stopInformers(kinds Kind) {
+// dropInformers counts one user less of each kind and returns the
+// informers nobody uses any more, for the caller to stop. Called with
+// registry's lock held.
+func (c *Cache) dropInformers(kinds Kind) []*informer {
+	var idle []*informer
 	for _, k := range allKinds {
 		if kinds&k == 0 {
 			continue
@@ -184,9 +191,10 @@ func (c *Cache) stopInformers(kinds Kind) {
 		}
 		c.mu.Unlock()
 		if inf.refs == 0 {
-			inf.stop()
+			idle = append(idle, inf)
 		}
 	}
+	return idle
 }
 
 // HasSynced tells whether every resource in kinds has been listed once.

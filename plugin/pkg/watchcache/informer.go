@@ -117,23 +117,34 @@ func newConnState(k Kind) *connState {
 	return &connState{kind: k}
 }
 
-// instrument wraps lw so each call reports its outcome. A list after the
-// first one is a relist: after a watch gap (410 Gone) or an outage.
+// instrument wraps lw so each call reports its outcome. A successful list
+// after the first one is a relist: after a watch gap (410 Gone) or an
+// outage. client-go lists with a watch that sends the initial events
+// (WatchListClient, on by default) and falls back to a plain list, so both
+// count.
 func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 	lists := 0
+	listed := func(rv string) {
+		lists++
+		if lists > 1 {
+			relists.WithLabelValues(resourceNames[s.kind]).Inc()
+			log.Infof("%s relisted at resource version %q", resourceNames[s.kind], rv)
+		}
+	}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			obj, err := lw.ListWithContext(ctx, o)
-			lists++
-			if lists > 1 && err == nil {
-				relists.WithLabelValues(resourceNames[s.kind]).Inc()
-				log.Infof("%s relisted at resource version %s", resourceNames[s.kind], listRV(obj))
+			if err == nil {
+				listed(listRV(obj))
 			}
 			s.report(err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			w, err := lw.WatchWithContext(ctx, o)
+			if err == nil && o.SendInitialEvents != nil && *o.SendInitialEvents {
+				listed(o.ResourceVersion)
+			}
 			s.report(err)
 			return w, err
 		},
