@@ -51,7 +51,7 @@ func parse(c *caddy.Controller) (*Kubeschema, error) {
 	k := &Kubeschema{opts: options{ttl: defaultTTL, startupTimeout: defaultStartupTimeout}}
 	for i := 0; c.Next(); i++ {
 		if i > 0 {
-			return nil, plugin.ErrOnce
+			return nil, c.Err("kubeschema can be used only once per server block")
 		}
 		zones, err := zonesFrom(c.RemainingArgs(), c.ServerBlockKeys)
 		if err != nil {
@@ -63,12 +63,6 @@ func parse(c *caddy.Controller) (*Kubeschema, error) {
 				return nil, err
 			}
 		}
-	}
-	if k.cfg.Endpoint != "" && k.cfg.Kubeconfig == "" && (k.cfg.TLSCert == "") != (k.cfg.TLSKey == "") {
-		return nil, c.Err("tls needs both a certificate and a key")
-	}
-	if err := k.cfg.Validate(); err != nil {
-		return nil, c.Errf("%v", err)
 	}
 	return k, nil
 }
@@ -109,6 +103,9 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 		if len(args) == 2 {
 			k.cfg.Context = args[1]
 		}
+		if err := (watchcache.Config{Kubeconfig: k.cfg.Kubeconfig, Context: k.cfg.Context}).Validate(); err != nil {
+			return c.Errf("%v", err)
+		}
 	case "endpoint":
 		if err := need(1, 1); err != nil {
 			return err
@@ -119,6 +116,9 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 			return err
 		}
 		k.cfg.TLSCert, k.cfg.TLSKey, k.cfg.TLSCA = args[0], args[1], args[2]
+		if err := (watchcache.Config{TLSCert: args[0], TLSKey: args[1], TLSCA: args[2]}).Validate(); err != nil {
+			return c.Errf("tls: %v", err)
+		}
 	case "namespaces":
 		if err := need(1, -1); err != nil {
 			return err

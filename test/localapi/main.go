@@ -2,7 +2,7 @@
 // test/kubeapi) until interrupted, for `make run`: the DNS server and kubectl
 // talk to it through the kubeconfig it writes.
 //
-//	go run ./test/localapi [-kubeconfig .localapi/kubeconfig] [-log .localapi/kubeapi.log]
+//	go run ./test/localapi [-kubeconfig .localapi/kubeconfig] [-log .localapi/kubeapi.log] [-apply examples]
 package main
 
 import (
@@ -21,8 +21,9 @@ import (
 func main() {
 	kubeconfig := flag.String("kubeconfig", filepath.Join(".localapi", "kubeconfig"), "where to write the admin kubeconfig")
 	logPath := flag.String("log", filepath.Join(".localapi", "kubeapi.log"), "where etcd and kube-apiserver log")
+	apply := flag.String("apply", "", "create the objects of the YAML files in this directory")
 	flag.Parse()
-	if err := run(*kubeconfig, *logPath); err != nil {
+	if err := run(*kubeconfig, *logPath, *apply); err != nil {
 		fmt.Fprintln(os.Stderr, "localapi:", err)
 		os.Exit(1)
 	}
@@ -30,7 +31,7 @@ func main() {
 
 // run starts the cluster, publishes its kubeconfig and waits for a signal.
 // The context also cancels a start still in progress (a first build).
-func run(kubeconfig, logPath string) error {
+func run(kubeconfig, logPath, apply string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log, err := createFile(logPath)
@@ -45,6 +46,13 @@ func run(kubeconfig, logPath string) error {
 		return err
 	}
 	defer c.Stop()
+	if apply != "" {
+		n, err := applyDir(ctx, c.RESTConfig(), apply)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("created %d objects from %s\n", n, apply)
+	}
 	if err := copyKubeconfig(c.Kubeconfig, kubeconfig); err != nil {
 		return err
 	}

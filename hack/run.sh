@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# run.sh serves Corefile.example on 127.0.0.1:1053 with bin/coredns.
+# Without KUBECONFIG it first starts a local etcd + kube-apiserver
+# (test/localapi) loaded with the objects in examples/; with KUBECONFIG set it
+# serves that cluster. Ctrl-C stops everything.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+state=.localapi
+api_pid=
+cleanup() {
+	if [[ -n $api_pid ]]; then
+		kill "$api_pid" 2>/dev/null || true
+		wait "$api_pid" 2>/dev/null || true
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if [[ -z ${KUBECONFIG:-} ]]; then
+	mkdir -p "$state"
+	rm -f "$state/kubeconfig"
+	go build -o "$state/localapi" ./test/localapi
+	echo "starting a local kube-apiserver with examples/ (log: $state/kubeapi.log)" >&2
+	"$state/localapi" -kubeconfig "$state/kubeconfig" -log "$state/kubeapi.log" -apply examples >"$state/localapi.out" 2>&1 &
+	api_pid=$!
+	for _ in $(seq 1 600); do
+		[[ -s $state/kubeconfig ]] && break
+		if ! kill -0 "$api_pid" 2>/dev/null; then
+			cat "$state/localapi.out" >&2
+			exit 1
+		fi
+		sleep 0.5
+	done
+	[[ -s $state/kubeconfig ]] || { echo "local API server did not start; see $state/localapi.out" >&2; exit 1; }
+	export KUBECONFIG=$PWD/$state/kubeconfig
+fi
+
+cat >&2 <<'MSG'
+Serving Corefile.example on 127.0.0.1:1053. Try:
+  dig @127.0.0.1 -p 1053 web.demo.svc.cluster.local A
+  dig @127.0.0.1 -p 1053 _http._tcp.web.demo.svc.cluster.local SRV
+  dig @127.0.0.1 -p 1053 dual.demo.svc.cluster.local AAAA
+  dig @127.0.0.1 -p 1053 db.demo.svc.cluster.local A
+  dig @127.0.0.1 -p 1053 db-0.db.demo.svc.cluster.local A
+  dig @127.0.0.1 -p 1053 db.demo.svc.cluster.local SRV
+  dig @127.0.0.1 -p 1053 -x 10.96.100.10
+  dig @127.0.0.1 -p 1053 alias.demo.svc.cluster.local A
+  dig @127.0.0.1 -p 1053 warmup.demo.svc.cluster.local A
+  dig @127.0.0.1 -p 1053 workers.demo.svc.cluster.local A
+  dig @127.0.0.1 -p 1053 10-244-0-10.demo.pod.cluster.local A
+  dig @127.0.0.1 -p 1053 dns-version.cluster.local TXT
+  dig @127.0.0.1 -p 1053 cluster.local AXFR
+MSG
+bin/coredns -conf Corefile.example
