@@ -31,8 +31,8 @@ type zoneData struct {
 	origin string // "cluster.local."
 	// reverse zones (in-addr.arpa, ip6.arpa) answer PTR from snapshot.ptr.
 	reverse bool
-	soa    *dns.SOA
-	ns     []dns.RR
+	soa     *dns.SOA
+	ns      []dns.RR
 	// nsA and nsAAAA are the address records of ns.dns.<zone>.
 	nsA, nsAAAA []dns.RR
 	version     []dns.RR
