@@ -14,7 +14,7 @@ help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build bin/coredns from plugin.cfg
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./coredns
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./coredns
 
 generate: ## regenerate coredns/plugins/zplugins.go from plugin.cfg
 	$(GO) generate ./coredns
