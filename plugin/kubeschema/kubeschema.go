@@ -286,7 +286,9 @@ func (k *Kubeschema) cnameAnswer(ctx context.Context, snap *snapshot, z *zoneDat
 	}
 	state := request.Request{W: w, Req: r}
 	m, err := k.upstream.Lookup(ctx, state, cname.Target, qtype)
-	if err != nil || m == nil {
+	// A failed lookup (REFUSED when nothing in the chain resolves the
+	// target, SERVFAIL) is not the answer's rcode: NOERROR or NXDOMAIN are.
+	if err != nil || m == nil || (m.Rcode != dns.RcodeSuccess && m.Rcode != dns.RcodeNameError) {
 		return out // the CNAME alone: the client's resolver can follow it
 	}
 	out.answer = append(out.answer, m.Answer...)
