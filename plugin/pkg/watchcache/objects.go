@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -179,6 +180,17 @@ func parseAddrs(ips []string, single string) []netip.Addr {
 	return out
 }
 
+// warned remembers which odd-object warnings were logged, so an object
+// that is updated often is reported once, not on every update. It only
+// grows with the number of distinct odd objects ever seen.
+var warned sync.Map
+
+func warnOnce(key, format string, args ...any) {
+	if _, seen := warned.LoadOrStore(key, true); !seen {
+		log.Warningf(format, args...)
+	}
+}
+
 // toEndpointSlice converts a discovery/v1 EndpointSlice. Endpoints of an
 // address type DNS cannot serve (FQDN) or with unparsable addresses are
 // dropped with a log line.
@@ -194,8 +206,12 @@ func toEndpointSlice(obj any) (any, error) {
 		SourceCluster:       s.Labels[LabelSourceCluster],
 		Changed:             changeTime(&s.ObjectMeta),
 	}
+	if out.Service == "" && out.MultiClusterService == "" {
+		warnOnce(s.Namespace+"/"+s.Name+"/unlabelled", "EndpointSlice %s/%s has neither %s nor %s: it belongs to no service and is not served",
+			s.Namespace, s.Name, LabelServiceName, LabelMultiClusterServiceName)
+	}
 	if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
-		log.Warningf("EndpointSlice %s/%s: address type %q is not served", s.Namespace, s.Name, s.AddressType)
+		warnOnce(s.Namespace+"/"+s.Name+"/type", "EndpointSlice %s/%s: address type %q is not served", s.Namespace, s.Name, s.AddressType)
 		return out, nil
 	}
 	for i := range s.Endpoints {
