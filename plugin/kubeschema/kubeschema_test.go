@@ -128,3 +128,42 @@ func TestServeDNS(t *testing.T) {
 		})
 	}
 }
+
+// TestOutOfZone: a name outside the zones (the zone's parent, say) is not
+// ours. With no plugin after us the answer is REFUSED, not SERVFAIL.
+func TestOutOfZone(t *testing.T) {
+	k := newTestPlugin(t, nil)
+	for _, name := range []string{"local.", "example.com.", "xcluster.local."} {
+		w := dnstest.NewRecorder(&test.ResponseWriter{})
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeA)
+		rcode, err := k.ServeDNS(context.Background(), w, m)
+		if rcode != dns.RcodeRefused || err != nil || w.Msg == nil || w.Msg.Rcode != dns.RcodeRefused {
+			t.Errorf("%s: rcode %d, err %v, reply %v", name, rcode, err, w.Msg)
+		}
+	}
+}
+
+// TestRotation: a multi-record answer starts one record further on each
+// response, and the shared records are not reordered.
+func TestRotation(t *testing.T) {
+	k := newTestPlugin(t, nil)
+	firsts := map[string]bool{}
+	for i := 0; i < 4; i++ {
+		w := dnstest.NewRecorder(&test.ResponseWriter{})
+		m := new(dns.Msg)
+		m.SetQuestion("db.ns1.svc.cluster.local.", dns.TypeA)
+		k.ServeDNS(context.Background(), w, m)
+		if len(w.Msg.Answer) != 2 {
+			t.Fatalf("answer %v", w.Msg.Answer)
+		}
+		firsts[w.Msg.Answer[0].String()] = true
+	}
+	if len(firsts) != 2 {
+		t.Errorf("first records over 4 answers: %v, want both addresses", firsts)
+	}
+	shared := k.snap.Load().zones[0].services["db.ns1"].a
+	if shared[0].(*dns.A).A.String() != "10.1.0.1" {
+		t.Errorf("shared records were reordered: %v", shared)
+	}
+}
