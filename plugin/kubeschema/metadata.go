@@ -32,7 +32,9 @@ func (k *Kubeschema) Metadata(ctx context.Context, state request.Request) contex
 	case namePod, namePodNS:
 		kind = "pod"
 	}
-	set := func(key, value string) { metadata.SetValueFunc(ctx, pluginName+"/"+key, func() string { return value }) }
+	set := func(key, value string) {
+		metadata.SetValueFunc(ctx, pluginName+"/"+key, func() string { return value })
+	}
 	set("kind", kind)
 	set("namespace", p.namespace)
 	set("service", p.service)

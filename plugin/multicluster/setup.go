@@ -1,37 +1,168 @@
-// Package multicluster is a placeholder until its own issue lands: the directive is
-// registered so Corefiles parse, and queries pass on unchanged.
 package multicluster
 
 import (
 	"context"
+	"strconv"
+	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
-	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
-
-const pluginName = "multicluster"
 
 func init() { plugin.Register(pluginName, setup) }
 
+// Defaults, as kubeschema has them.
+const (
+	defaultZone           = "clusterset.local."
+	defaultTTL            = 5
+	maxTTL                = 3600
+	defaultStartupTimeout = 5 * time.Second
+)
+
 func setup(c *caddy.Controller) error {
-	for c.Next() {
-		c.RemainingArgs()
-		for c.NextBlock() {
-			c.RemainingArgs()
-		}
+	m, err := parse(c)
+	if err != nil {
+		return plugin.Error(pluginName, err)
 	}
+	m.nsAddrs = answer.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
+	c.OnStartup(m.start)
+	c.OnShutdown(m.shutdown)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
-		return passThrough{next: next}
+		m.Next = next
+		return m
 	})
 	return nil
 }
 
-type passThrough struct{ next plugin.Handler }
+// parse reads one multicluster stanza.
+func parse(c *caddy.Controller) (*Multicluster, error) {
+	m := &Multicluster{ttl: defaultTTL, startupTimeout: defaultStartupTimeout}
+	for i := 0; c.Next(); i++ {
+		if i > 0 {
+			return nil, c.Err("multicluster can be used only once per server block")
+		}
+		zones, err := answer.Zones(c.RemainingArgs(), []string{defaultZone})
+		if err != nil {
+			return nil, c.Errf("%v", err)
+		}
+		m.Zones = zones
+		for c.NextBlock() {
+			if err := m.parseOption(c); err != nil {
+				return nil, err
+			}
+		}
+		if m.forwardZone() == "" {
+			return nil, c.Errf("zones %v: at least one forward zone (such as clusterset.local) is needed, PTR records point into it", m.Zones)
+		}
+	}
+	return m, nil
+}
 
-func (p passThrough) Name() string { return pluginName }
+func (m *Multicluster) parseOption(c *caddy.Controller) error {
+	opt := c.Val()
+	args := c.RemainingArgs()
+	need := func(min, max int) error {
+		if len(args) < min || (max >= 0 && len(args) > max) {
+			return c.ArgErr()
+		}
+		return nil
+	}
+	switch opt {
+	case "kubeconfig":
+		if err := need(1, 2); err != nil {
+			return err
+		}
+		m.cfg.Kubeconfig = args[0]
+		if len(args) == 2 {
+			m.cfg.Context = args[1]
+		}
+		if err := (watchcache.Config{Kubeconfig: m.cfg.Kubeconfig, Context: m.cfg.Context}).Validate(); err != nil {
+			return c.Errf("%v", err)
+		}
+	case "endpoint":
+		if err := need(1, 1); err != nil {
+			return err
+		}
+		m.cfg.Endpoint = args[0]
+	case "tls":
+		if err := need(3, 3); err != nil {
+			return err
+		}
+		m.cfg.TLSCert, m.cfg.TLSKey, m.cfg.TLSCA = args[0], args[1], args[2]
+		if err := (watchcache.Config{TLSCert: args[0], TLSKey: args[1], TLSCA: args[2]}).Validate(); err != nil {
+			return c.Errf("tls: %v", err)
+		}
+	case "ttl":
+		if err := need(1, 1); err != nil {
+			return err
+		}
+		ttl, err := strconv.Atoi(args[0])
+		if err != nil || ttl < 0 || ttl > maxTTL {
+			return c.Errf("ttl must be a whole number of seconds from 0 to %d, got %q", maxTTL, args[0])
+		}
+		m.ttl = uint32(ttl)
+	case "fallthrough":
+		m.Fall.SetZonesFromArgs(args)
+	case "startup_timeout":
+		if err := need(1, 1); err != nil {
+			return err
+		}
+		d, err := time.ParseDuration(args[0])
+		if err != nil || d < 0 {
+			return c.Errf("startup_timeout: %q is not a duration", args[0])
+		}
+		m.startupTimeout = d
+	default:
+		return c.Errf("unknown property %q", opt)
+	}
+	return nil
+}
 
-func (p passThrough) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	return plugin.NextOrFailure(pluginName, p.next, ctx, w, r)
+// start connects to the shared cache (the same one as kubeschema's when
+// the connection options are equal) and waits up to startup_timeout for
+// the first snapshot; after that, serving starts anyway (with SERVFAIL
+// until the cache syncs) and the problem stays in the log.
+func (m *Multicluster) start() error {
+	h, err := watchcache.Acquire(m.cfg, kinds)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := newBuilder(m, h)
+	unsubscribe := h.Subscribe(b.onEvent)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.run(ctx, func(ctx context.Context) error { return h.WaitForSync(ctx, kinds) })
+	}()
+	m.stop = func() {
+		unsubscribe()
+		cancel()
+		<-done
+		h.Release()
+	}
+	wait, cancelWait := context.WithTimeout(ctx, m.startupTimeout)
+	defer cancelWait()
+	if err := h.WaitForSync(wait, kinds); err != nil {
+		log.Warningf("starting to serve before the API server answered (startup_timeout %s): %v", m.startupTimeout, err)
+		return nil
+	}
+	for m.snap.Load() == nil && wait.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+func (m *Multicluster) shutdown() error {
+	if m.stop != nil {
+		m.stop()
+		m.stop = nil
+		if m.snap.Load() != nil {
+			markStopped()
+		}
+	}
+	return nil
 }

@@ -1,0 +1,369 @@
+package multicluster
+
+import (
+	"cmp"
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+)
+
+// source is what the builder reads of the cache; *watchcache.Handle
+// implements it. The local half (Services, their slices, the IP indexes)
+// tells which addresses this cluster already names.
+type source interface {
+	ServiceImports() []*watchcache.ServiceImport
+	ServiceImport(ns, name string) *watchcache.ServiceImport
+	SlicesForImport(ns, name string) []*watchcache.EndpointSlice
+	Service(ns, name string) *watchcache.Service
+	SlicesForService(ns, name string) []*watchcache.EndpointSlice
+	ServicesByIP(a netip.Addr) []*watchcache.Service
+	SlicesByIP(a netip.Addr) []*watchcache.EndpointSlice
+}
+
+// builder turns cache events into new snapshots. Events only mark imports
+// (and local services) dirty; one goroutine rebuilds what is dirty and
+// publishes, so a burst of changes costs one swap, and the query path
+// never waits.
+type builder struct {
+	m     *Multicluster
+	cache source
+
+	mu sync.Mutex
+	// dirty imports by "<ns>/<name>", with the oldest change (latency is
+	// measured from it).
+	dirty map[string]watchcache.Event
+	// dirtyLocal are local services ("<ns>/<name>") whose addresses may
+	// have changed: they decide which import addresses get a PTR record.
+	dirtyLocal map[string]bool
+	wake       chan struct{}
+
+	// Owned by the goroutine that runs the builder.
+	ptrs ptrIndex
+	// problems are the bad-input lines last logged for each import, so
+	// each is logged once while it lasts.
+	problems map[string][]string
+}
+
+func newBuilder(m *Multicluster, c source) *builder {
+	return &builder{m: m, cache: c, dirty: map[string]watchcache.Event{}, dirtyLocal: map[string]bool{},
+		wake: make(chan struct{}, 1), ptrs: newPtrIndex(), problems: map[string][]string{}}
+}
+
+// onEvent is the cache subscription: quick, never blocks.
+func (b *builder) onEvent(ev watchcache.Event) {
+	b.mu.Lock()
+	switch ev.Kind {
+	case watchcache.ServiceImports, watchcache.EndpointSlices, watchcache.Services:
+	default:
+		b.mu.Unlock()
+		return
+	}
+	if ev.Import != "" {
+		key := ev.Namespace + "/" + ev.Import
+		if old, ok := b.dirty[key]; !ok || ev.Changed.Before(old.Changed) {
+			b.dirty[key] = ev
+		}
+	}
+	if ev.Kind != watchcache.ServiceImports && ev.Name != "" {
+		b.dirtyLocal[ev.Namespace+"/"+ev.Name] = true
+	}
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run publishes the first snapshot once the cache has synced, then keeps
+// it current until ctx ends.
+func (b *builder) run(ctx context.Context, synced func(context.Context) error) {
+	if err := synced(ctx); err != nil {
+		return
+	}
+	b.takeDirty() // the full build covers everything seen so far
+	b.m.snap.Store(b.fullBuild())
+	markSynced()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.wake:
+			b.apply()
+		}
+	}
+}
+
+func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, l := b.dirty, b.dirtyLocal
+	b.dirty, b.dirtyLocal = map[string]watchcache.Event{}, map[string]bool{}
+	return d, l
+}
+
+// fullBuild computes a snapshot from everything in the cache.
+func (b *builder) fullBuild() *snapshot {
+	s := b.m.emptySnapshot(answer.NextSerial(0))
+	b.ptrs = newPtrIndex()
+	for _, imp := range b.cache.ServiceImports() {
+		b.put(s, imp.Namespace(), imp.Name(), imp)
+	}
+	for ip := range b.ptrs.candidates {
+		if p := b.ptrs.served(b.cache, ip); p != nil {
+			s.ptr[ip] = p
+		}
+	}
+	return s
+}
+
+// apply rebuilds the dirty imports, rechecks the addresses whose PTR
+// record may have changed, and publishes a new snapshot if anything did.
+func (b *builder) apply() {
+	dirty, local := b.takeDirty()
+	old := b.m.snap.Load()
+	var next *snapshot
+	affected := map[netip.Addr]bool{}
+	if len(dirty) > 0 {
+		next = old.clone(answer.NextSerial(old.serial))
+		b.rebuild(next, dirty, affected)
+	}
+	for key := range local {
+		mark(affected, b.ptrs.reclaim(b.cache, key))
+	}
+	changes := b.ptrChanges(old, affected)
+	if next == nil && len(changes) == 0 {
+		return // a local change that concerns no import
+	}
+	if next == nil {
+		next = old.clone(answer.NextSerial(old.serial))
+	}
+	for ip, p := range changes {
+		if p == nil {
+			delete(next.ptr, ip)
+		} else {
+			next.ptr[ip] = p
+		}
+	}
+	b.m.snap.Store(next)
+	for _, ev := range dirty {
+		observeProgrammed(b.kindOf(old, ev), ev)
+	}
+}
+
+// rebuild replaces the dirty imports' records in next and their PTR
+// candidates, marking the addresses concerned.
+func (b *builder) rebuild(next *snapshot, dirty map[string]watchcache.Event, affected map[netip.Addr]bool) {
+	for key, ev := range dirty {
+		next.remove(key)
+		mark(affected, b.ptrs.drop(key))
+		mark(affected, b.put(next, ev.Namespace, ev.Import, b.cache.ServiceImport(ev.Namespace, ev.Import)))
+	}
+}
+
+// ptrChanges are the affected addresses whose served PTR record differs
+// from old's (nil: none any more).
+func (b *builder) ptrChanges(old *snapshot, affected map[netip.Addr]bool) map[netip.Addr]*dns.PTR {
+	changes := map[netip.Addr]*dns.PTR{}
+	for ip := range affected {
+		if p := b.ptrs.served(b.cache, ip); p != old.ptr[ip] {
+			changes[ip] = p
+		}
+	}
+	return changes
+}
+
+func mark(set map[netip.Addr]bool, ips []netip.Addr) {
+	for _, ip := range ips {
+		set[ip] = true
+	}
+}
+
+// kindOf is the kind of the import an event belongs to; for a deleted
+// import, the kind it had.
+func (b *builder) kindOf(old *snapshot, ev watchcache.Event) watchcache.ServiceKind {
+	if imp := b.cache.ServiceImport(ev.Namespace, ev.Import); imp != nil {
+		return importKind(imp)
+	}
+	for _, z := range old.zones {
+		if r := z.imports[ev.Import+"."+ev.Namespace]; r != nil {
+			return r.kind
+		}
+	}
+	return watchcache.KindClusterSetIP
+}
+
+func importKind(imp *watchcache.ServiceImport) watchcache.ServiceKind {
+	if imp.Headless {
+		return watchcache.KindMulticlusterHeadless
+	}
+	return watchcache.KindClusterSetIP
+}
+
+// put adds imp's records (if it has any) to every forward zone of s and
+// its PTR candidates to the index; it returns the candidate addresses.
+func (b *builder) put(s *snapshot, ns, name string, imp *watchcache.ServiceImport) []netip.Addr {
+	key := ns + "/" + name
+	if imp == nil {
+		b.report(key, nil)
+		return nil
+	}
+	in := newInput(imp, b.cache.SlicesForImport(ns, name))
+	b.report(key, in.problems)
+	var added []netip.Addr
+	first := true
+	for _, z := range s.zones {
+		if z.reverse {
+			continue
+		}
+		r := buildImport(in, z.origin, b.m.ttl)
+		if r == nil {
+			continue
+		}
+		z.add(ns, name, r)
+		if first {
+			first = false
+			for ip, p := range ptrRecords(key, r, b.m.ttl) {
+				b.ptrs.add(b.cache, ip, p)
+				added = append(added, ip)
+			}
+		}
+	}
+	return added
+}
+
+// report logs the import's problems that were not there at its last
+// build: each bad input is logged once while it lasts.
+func (b *builder) report(key string, problems []string) {
+	seen := b.problems[key]
+	for _, p := range problems {
+		if !slices.Contains(seen, p) {
+			log.Warningf("import %s: %s", key, p)
+		}
+	}
+	if len(problems) == 0 {
+		delete(b.problems, key)
+		return
+	}
+	b.problems[key] = problems
+}
+
+// ptrIndex decides which imported addresses get a PTR record: by the
+// specification only one PTR record exists per address, and one that this
+// cluster already names (a Service's cluster IP, an endpoint of a local
+// EndpointSlice) keeps its cluster-local record. It is owned by the
+// builder's goroutine.
+type ptrIndex struct {
+	// candidates are the records the imports would give each address,
+	// sorted by target name: the first one is served.
+	candidates map[netip.Addr][]ptrRecord
+	// owned lists each import's addresses in candidates.
+	owned map[string][]netip.Addr
+	// claimedBy lists, for each local service ("<ns>/<name>"), the
+	// candidate addresses it had when last looked at, so that a change of
+	// the service rechecks the addresses it gave up.
+	claimedBy map[string][]netip.Addr
+}
+
+func newPtrIndex() ptrIndex {
+	return ptrIndex{candidates: map[netip.Addr][]ptrRecord{}, owned: map[string][]netip.Addr{}, claimedBy: map[string][]netip.Addr{}}
+}
+
+// add makes p a candidate for ip and notes which local services claim ip.
+func (x *ptrIndex) add(c source, ip netip.Addr, p ptrRecord) {
+	recs := append(x.candidates[ip], p)
+	slices.SortFunc(recs, func(a, b ptrRecord) int { return cmp.Compare(a.rr.Ptr, b.rr.Ptr) })
+	x.candidates[ip] = recs
+	x.owned[p.imp] = append(x.owned[p.imp], ip)
+	for _, key := range localClaimers(c, ip) {
+		if !slices.Contains(x.claimedBy[key], ip) {
+			x.claimedBy[key] = append(x.claimedBy[key], ip)
+		}
+	}
+}
+
+// drop removes the candidates of an import and returns their addresses.
+func (x *ptrIndex) drop(imp string) []netip.Addr {
+	ips := x.owned[imp]
+	for _, ip := range ips {
+		kept := slices.DeleteFunc(slices.Clone(x.candidates[ip]), func(p ptrRecord) bool { return p.imp == imp })
+		if len(kept) == 0 {
+			delete(x.candidates, ip)
+		} else {
+			x.candidates[ip] = kept
+		}
+	}
+	delete(x.owned, imp)
+	return ips
+}
+
+// reclaim looks at a local service again and returns the candidate
+// addresses whose claim may have changed: those it had and those it has.
+func (x *ptrIndex) reclaim(c source, key string) []netip.Addr {
+	before := x.claimedBy[key]
+	if len(x.candidates) == 0 && len(before) == 0 {
+		return nil
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	var now []netip.Addr
+	note := func(ip netip.Addr) {
+		if _, ok := x.candidates[ip]; ok && !slices.Contains(now, ip) {
+			now = append(now, ip)
+		}
+	}
+	if svc := c.Service(ns, name); svc != nil {
+		for _, ip := range svc.ClusterIPs {
+			note(ip)
+		}
+	}
+	for _, s := range c.SlicesForService(ns, name) {
+		if isLocal(s) {
+			for _, e := range s.Endpoints {
+				for _, ip := range e.Addresses {
+					note(ip)
+				}
+			}
+		}
+	}
+	if len(now) == 0 {
+		delete(x.claimedBy, key)
+	} else {
+		x.claimedBy[key] = now
+	}
+	return append(before, now...)
+}
+
+// served is the PTR record ip gets now: the first candidate, unless this
+// cluster names ip itself or no import has it.
+func (x *ptrIndex) served(c source, ip netip.Addr) *dns.PTR {
+	recs := x.candidates[ip]
+	if len(recs) == 0 || len(localClaimers(c, ip)) > 0 {
+		return nil
+	}
+	return recs[0].rr
+}
+
+// localClaimers are the local services ("<ns>/<name>") that give ip a
+// cluster-local name: by their cluster IP or an endpoint of their slices.
+func localClaimers(c source, ip netip.Addr) []string {
+	var out []string
+	for _, svc := range c.ServicesByIP(ip) {
+		out = append(out, svc.Namespace()+"/"+svc.Name())
+	}
+	for _, s := range c.SlicesByIP(ip) {
+		if isLocal(s) {
+			out = append(out, s.Namespace()+"/"+s.Service)
+		}
+	}
+	return out
+}
+
+// isLocal tells a slice of a Service of this cluster from an imported one.
+func isLocal(s *watchcache.EndpointSlice) bool {
+	return s.Service != "" && s.MultiClusterService == ""
+}

@@ -1,0 +1,5 @@
+package multicluster
+
+// Ready implements ready.Readiness: ready once the first snapshot from a
+// synced cache is being served.
+func (m *Multicluster) Ready() bool { return m.snap.Load() != nil }

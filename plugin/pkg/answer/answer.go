@@ -1,0 +1,181 @@
+// Package answer holds what the schema plugins' query paths and record
+// builders share: the shape of a reply (authoritative, the question's case
+// repeated, the SOA on negative answers), rotation of multi-record answers,
+// record constructors, zone arguments and SOA serials.
+//
+// Everything here is small and allocation-conscious: Reply and Rotate run
+// once per query; the rest runs when records are rebuilt.
+package answer
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
+)
+
+// Hdr is the header of a record of class IN.
+func Hdr(name string, rrtype uint16, ttl uint32) dns.RR_Header {
+	return dns.RR_Header{Name: name, Rrtype: rrtype, Class: dns.ClassINET, Ttl: ttl}
+}
+
+// AddrRecords splits addresses into A and AAAA records owned by name.
+func AddrRecords(name string, addrs []netip.Addr, ttl uint32) (a, aaaa []dns.RR) {
+	for _, ip := range addrs {
+		if ip.Is4() {
+			a = append(a, &dns.A{Hdr: Hdr(name, dns.TypeA, ttl), A: ip.AsSlice()})
+		} else {
+			aaaa = append(aaaa, &dns.AAAA{Hdr: Hdr(name, dns.TypeAAAA, ttl), AAAA: ip.AsSlice()})
+		}
+	}
+	return a, aaaa
+}
+
+// AddrOf is the address of an A or AAAA record; the zero Addr otherwise.
+func AddrOf(rr dns.RR) netip.Addr {
+	switch v := rr.(type) {
+	case *dns.A:
+		a, _ := netip.AddrFromSlice(v.A)
+		return a.Unmap()
+	case *dns.AAAA:
+		a, _ := netip.AddrFromSlice(v.AAAA)
+		return a
+	}
+	return netip.Addr{}
+}
+
+// Rotate returns a fresh slice holding rrs, starting one further each
+// call, so clients that take the first record spread their load. The
+// records themselves are shared and never modified.
+func Rotate(rrs []dns.RR, turn *atomic.Uint32) []dns.RR {
+	if len(rrs) == 0 {
+		return nil
+	}
+	out := make([]dns.RR, len(rrs))
+	start := 0
+	if turn != nil && len(rrs) > 1 {
+		start = int(turn.Add(1) % uint32(len(rrs)))
+	}
+	n := copy(out, rrs[start:])
+	copy(out[n:], rrs[:start])
+	return out
+}
+
+// WithOwnerCase copies the records owned by lower so their owner is
+// spelled as the question was (0x20 case randomisation). Shared records
+// are never modified.
+func WithOwnerCase(rrs []dns.RR, lower, asked string) []dns.RR {
+	out := make([]dns.RR, len(rrs))
+	for i, rr := range rrs {
+		if rr.Header().Name == lower {
+			rr = dns.Copy(rr)
+			rr.Header().Name = asked
+		}
+		out[i] = rr
+	}
+	return out
+}
+
+// Reply is the authoritative reply to r: the question repeated as asked,
+// the answer's owners spelled as asked (lower is the lower-case question
+// name the records were looked up with), and soa in the Authority section
+// when the answer is negative (NXDOMAIN or NODATA, RFC 2308).
+func Reply(r *dns.Msg, lower string, rcode int, ans, extra []dns.RR, soa dns.RR) *dns.Msg {
+	m := &dns.Msg{Answer: ans, Extra: extra}
+	m.Id, m.Response, m.Opcode, m.Authoritative = r.Id, true, r.Opcode, true
+	m.RecursionDesired, m.CheckingDisabled = r.RecursionDesired, r.CheckingDisabled
+	m.Question = r.Question
+	m.Rcode = rcode
+	if name := r.Question[0].Name; name != lower {
+		m.Answer = WithOwnerCase(m.Answer, lower, name)
+	}
+	if (len(m.Answer) == 0 || rcode != dns.RcodeSuccess) && soa != nil {
+		m.Ns = []dns.RR{soa}
+	}
+	return m
+}
+
+// Result names the outcome of a reply for a requests metric: success,
+// nodata, nxdomain or error.
+func Result(rcode, answers int) string {
+	switch {
+	case rcode == dns.RcodeNameError:
+		return "nxdomain"
+	case rcode != dns.RcodeSuccess:
+		return "error"
+	case answers == 0:
+		return "nodata"
+	}
+	return "success"
+}
+
+// IsReverse tells whether zone is under in-addr.arpa or ip6.arpa.
+func IsReverse(zone string) bool {
+	return strings.HasSuffix(zone, "in-addr.arpa.") || strings.HasSuffix(zone, "ip6.arpa.")
+}
+
+// Zones normalises the zones of a stanza: lower case, fully qualified,
+// CIDRs turned into reverse zones; defaults (the server block's keys, or a
+// plugin's own default zone) when args is empty.
+func Zones(args, defaults []string) ([]string, error) {
+	for _, a := range args {
+		if _, err := netip.ParsePrefix(a); err == nil {
+			continue
+		}
+		if _, ok := dns.IsDomainName(a); !ok || strings.ContainsAny(a, "/:@ ") {
+			return nil, fmt.Errorf("zone %q is not a domain name", a)
+		}
+	}
+	zones := plugin.OriginsFromArgsOrServerBlock(args, defaults)
+	for i, z := range zones {
+		zones[i] = strings.ToLower(z)
+	}
+	return zones, nil
+}
+
+// ListenAddrs are the addresses a server's own name (ns.dns.<zone>)
+// answers with: those the server block binds, or else this host's unicast
+// addresses (loopback when it has none).
+func ListenAddrs(hosts []string) []netip.Addr {
+	var out []netip.Addr
+	for _, h := range hosts {
+		if a, err := netip.ParseAddr(h); err == nil && !a.IsUnspecified() {
+			out = append(out, a.Unmap())
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	ifaddrs, _ := net.InterfaceAddrs()
+	for _, ia := range ifaddrs {
+		if p, err := netip.ParsePrefix(ia.String()); err == nil && p.Addr().IsGlobalUnicast() {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, netip.MustParseAddr("127.0.0.1"))
+	}
+	return out
+}
+
+// NextSerial is a SOA serial newer than prev: the current Unix time, or
+// prev+1 when changes come faster than once a second.
+func NextSerial(prev uint32) uint32 {
+	now := uint32(time.Now().Unix())
+	if now <= prev {
+		return prev + 1
+	}
+	return now
+}
+
+// WithSerial is a copy of soa with another serial.
+func WithSerial(soa *dns.SOA, serial uint32) *dns.SOA {
+	c := *soa
+	c.Serial = serial
+	return &c
+}
