@@ -11,6 +11,7 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -96,7 +97,26 @@ func TestReloadKeepsAnsweringAndLeaksNothing(t *testing.T) {
 	if r := s.exchange(t, "udp", name, dns.TypeA); len(r.Answer) != 1 || r.Answer[0].Header().Ttl != 14 {
 		t.Errorf("after reloads the new Corefile (ttl 14) is not in force: %v", r.Answer)
 	}
+	if v := gaugeValue(t, "coredns_kubeschema_synced"); v != 1 {
+		t.Errorf("coredns_kubeschema_synced = %v after reloads, want 1 (the new instance serves)", v)
+	}
 	eventually(t, 10*time.Second, fmt.Sprintf("goroutines back to %d", base), func() bool {
 		return runtime.NumGoroutine() <= base+5
 	})
+}
+
+// gaugeValue reads an unlabelled gauge from the default registry.
+func gaugeValue(t *testing.T, name string) float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -34,6 +35,9 @@ type builder struct {
 	// dirtyNamespaces: a namespace's labels changed (namespace_labels).
 	dirtyNamespaces map[string]bool
 	wake            chan struct{}
+	// unsynced takes this instance out of the synced gauge; set once the
+	// first snapshot is published, called after run returns.
+	unsynced func()
 }
 
 func newBuilder(k *Kubeschema, h source) *builder {
@@ -78,7 +82,7 @@ func (b *builder) run(ctx context.Context, synced func(context.Context) error) {
 	}
 	b.takeDirty() // the full build covers everything seen so far
 	b.k.snap.Store(b.fullBuild())
-	syncedGauge.Set(1)
+	b.unsynced = syncedInstances.Up()
 	for {
 		select {
 		case <-ctx.Done():
@@ -99,7 +103,7 @@ func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
 
 // fullBuild computes a snapshot from everything in the cache.
 func (b *builder) fullBuild() *snapshot {
-	s := b.k.emptySnapshot(nextSerial(0))
+	s := b.k.emptySnapshot(answer.NextSerial(0))
 	for _, svc := range b.cache.Services() {
 		b.put(s, svc.Namespace(), svc.Name(), svc)
 	}
@@ -123,7 +127,7 @@ func (b *builder) apply() {
 		return
 	}
 	old := b.k.snap.Load()
-	next := old.clone(nextSerial(old.serial))
+	next := old.clone(answer.NextSerial(old.serial))
 	for key, ev := range dirty {
 		next.remove(key)
 		b.put(next, ev.Namespace, ev.Name, b.cache.Service(ev.Namespace, ev.Name))
@@ -194,7 +198,7 @@ func (s *snapshot) clone(serial uint32) *snapshot {
 	for _, z := range s.zones {
 		nz := *z
 		nz.services, nz.namespaces = maps.Clone(z.services), maps.Clone(z.namespaces)
-		nz.soa = withSerial(z.soa, serial)
+		nz.soa = answer.WithSerial(z.soa, serial)
 		n.zones = append(n.zones, &nz)
 	}
 	return n
@@ -240,14 +244,4 @@ func (k *Kubeschema) serves(c source, ns string) bool {
 	}
 	n := c.Namespace(ns)
 	return n != nil && k.opts.namespaceLabels.Matches(labels.Set(n.Labels))
-}
-
-// nextSerial is a SOA serial newer than prev: the current Unix time, or
-// prev+1 when changes come faster than once a second.
-func nextSerial(prev uint32) uint32 {
-	now := uint32(time.Now().Unix())
-	if now <= prev {
-		return prev + 1
-	}
-	return now
 }

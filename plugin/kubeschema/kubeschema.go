@@ -16,6 +16,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/upstream"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
@@ -87,8 +88,8 @@ func (k *Kubeschema) kinds() watchcache.Kind {
 	return kinds
 }
 
-// answer is what a lookup found.
-type answer struct {
+// result is what a lookup found.
+type result struct {
 	rcode         int
 	answer, extra []dns.RR
 	// zone gives the SOA for negative answers.
@@ -135,35 +136,13 @@ func (k *Kubeschema) zoneIndex(name string) int {
 
 // write sends the reply: authoritative, the question's case repeated, the
 // SOA in the Authority section of negative answers (RFC 2308).
-func (k *Kubeschema) write(w dns.ResponseWriter, r *dns.Msg, lower string, ans answer) (int, error) {
-	m := &dns.Msg{Answer: ans.answer, Extra: ans.extra}
-	m.Id, m.Response, m.Opcode, m.Authoritative = r.Id, true, r.Opcode, true
-	m.RecursionDesired, m.CheckingDisabled = r.RecursionDesired, r.CheckingDisabled
-	m.Question = r.Question
-	m.Rcode = ans.rcode
-	if name := r.Question[0].Name; name != lower {
-		m.Answer = withOwnerCase(m.Answer, lower, name)
-	}
-	if len(m.Answer) == 0 || ans.rcode != dns.RcodeSuccess {
-		m.Ns = []dns.RR{ans.zone.soa}
-	}
-	requests.WithLabelValues(resultLabel(ans)).Inc()
+func (k *Kubeschema) write(w dns.ResponseWriter, r *dns.Msg, lower string, ans result) (int, error) {
+	m := answer.Reply(r, lower, ans.rcode, ans.answer, ans.extra, ans.zone.soa)
+	requests.WithLabelValues(answer.Result(ans.rcode, len(ans.answer))).Inc()
 	if err := w.WriteMsg(m); err != nil {
 		return dns.RcodeServerFailure, err
 	}
 	return dns.RcodeSuccess, nil
-}
-
-func resultLabel(ans answer) string {
-	switch {
-	case ans.rcode == dns.RcodeNameError:
-		return "nxdomain"
-	case ans.rcode != dns.RcodeSuccess:
-		return "error"
-	case len(ans.answer) == 0:
-		return "nodata"
-	}
-	return "success"
 }
 
 // refuse answers a name outside our zones when there is no next plugin:
@@ -175,30 +154,15 @@ func (k *Kubeschema) refuse(w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	return dns.RcodeRefused, w.WriteMsg(m)
 }
 
-// withOwnerCase copies the records owned by lower so their owner is
-// spelled as the question was (0x20 case randomisation, RFC 7766 clients).
-// Shared records are never modified.
-func withOwnerCase(rrs []dns.RR, lower, asked string) []dns.RR {
-	out := make([]dns.RR, len(rrs))
-	for i, rr := range rrs {
-		if rr.Header().Name == lower {
-			rr = dns.Copy(rr)
-			rr.Header().Name = asked
-		}
-		out[i] = rr
-	}
-	return out
-}
-
 // lookup answers one name in zone z. depth counts CNAME hops.
-func (k *Kubeschema) lookup(ctx context.Context, snap *snapshot, z *zoneData, lower string, qtype uint16, w dns.ResponseWriter, r *dns.Msg, depth int) answer {
+func (k *Kubeschema) lookup(ctx context.Context, snap *snapshot, z *zoneData, lower string, qtype uint16, w dns.ResponseWriter, r *dns.Msg, depth int) result {
 	if z.reverse {
 		return k.lookupReverse(snap, z, lower, qtype)
 	}
 	rest, _ := dnsname.TrimZone(lower, z.origin)
 	p := parseName(rest)
-	nodata := answer{zone: z}
-	nxdomain := answer{zone: z, rcode: dns.RcodeNameError}
+	nodata := result{zone: z}
+	nxdomain := result{zone: z, rcode: dns.RcodeNameError}
 	switch p.kind {
 	case nameApex:
 		return apexAnswer(z, qtype)
@@ -235,43 +199,43 @@ func (k *Kubeschema) lookup(ctx context.Context, snap *snapshot, z *zoneData, lo
 	return nxdomain
 }
 
-func (k *Kubeschema) serviceAnswer(ctx context.Context, snap *snapshot, z *zoneData, svc *serviceRecords, p parsedName, qtype uint16, w dns.ResponseWriter, r *dns.Msg, depth int) answer {
+func (k *Kubeschema) serviceAnswer(ctx context.Context, snap *snapshot, z *zoneData, svc *serviceRecords, p parsedName, qtype uint16, w dns.ResponseWriter, r *dns.Msg, depth int) result {
 	switch p.kind {
 	case nameService:
 		if svc.cname != nil {
 			return k.cnameAnswer(ctx, snap, z, svc.cname, qtype, w, r, depth)
 		}
 		if qtype == dns.TypeSRV {
-			return answer{zone: z, answer: rotate(svc.srv, &svc.turn), extra: svc.srvExtra}
+			return result{zone: z, answer: answer.Rotate(svc.srv, &svc.turn), extra: svc.srvExtra}
 		}
 		return addrAnswer(z, qtype, svc.a, svc.aaaa, &svc.turn, svc.srv...)
 	case nameHost:
 		h := svc.hosts[p.host]
 		if h == nil {
-			return answer{zone: z, rcode: dns.RcodeNameError}
+			return result{zone: z, rcode: dns.RcodeNameError}
 		}
 		return addrAnswer(z, qtype, h.a, h.aaaa, &svc.turn)
 	case nameProto:
 		if !svc.protos[p.proto] {
-			return answer{zone: z, rcode: dns.RcodeNameError}
+			return result{zone: z, rcode: dns.RcodeNameError}
 		}
-		return answer{zone: z}
+		return result{zone: z}
 	}
 	pr := svc.ports[p.port]
 	if pr == nil {
-		return answer{zone: z, rcode: dns.RcodeNameError}
+		return result{zone: z, rcode: dns.RcodeNameError}
 	}
 	if qtype != dns.TypeSRV && qtype != dns.TypeANY {
-		return answer{zone: z}
+		return result{zone: z}
 	}
-	return answer{zone: z, answer: rotate(pr.srv, &svc.turn), extra: pr.extra}
+	return result{zone: z, answer: answer.Rotate(pr.srv, &svc.turn), extra: pr.extra}
 }
 
 // cnameAnswer answers an ExternalName service: the CNAME, then the
 // target's records: from our own data when the target is in a zone we
 // serve, else through the server's chain (upstream).
-func (k *Kubeschema) cnameAnswer(ctx context.Context, snap *snapshot, z *zoneData, cname *dns.CNAME, qtype uint16, w dns.ResponseWriter, r *dns.Msg, depth int) answer {
-	out := answer{zone: z, answer: []dns.RR{cname}}
+func (k *Kubeschema) cnameAnswer(ctx context.Context, snap *snapshot, z *zoneData, cname *dns.CNAME, qtype uint16, w dns.ResponseWriter, r *dns.Msg, depth int) result {
+	out := result{zone: z, answer: []dns.RR{cname}}
 	if qtype == dns.TypeCNAME || depth >= maxCNAMEHops {
 		return out
 	}
@@ -300,20 +264,20 @@ func (k *Kubeschema) cnameAnswer(ctx context.Context, snap *snapshot, z *zoneDat
 const maxCNAMEHops = 8
 
 // podAnswer answers <dashed-ip>.<ns>.pod.<zone> by the pods mode.
-func (k *Kubeschema) podAnswer(z *zoneData, p parsedName, lower string, qtype uint16) answer {
+func (k *Kubeschema) podAnswer(z *zoneData, p parsedName, lower string, qtype uint16) result {
 	switch k.opts.pods {
 	case podsDisabled:
-		return answer{zone: z, rcode: dns.RcodeNameError}
+		return result{zone: z, rcode: dns.RcodeNameError}
 	case podsVerified:
 		if !k.podExists(p.namespace, p.podAddr) {
-			return answer{zone: z, rcode: dns.RcodeNameError}
+			return result{zone: z, rcode: dns.RcodeNameError}
 		}
 	}
 	var a, aaaa []dns.RR
 	if p.podAddr.Is4() {
-		a = []dns.RR{&dns.A{Hdr: hdr(lower, dns.TypeA, k.opts.ttl), A: p.podAddr.AsSlice()}}
+		a = []dns.RR{&dns.A{Hdr: answer.Hdr(lower, dns.TypeA, k.opts.ttl), A: p.podAddr.AsSlice()}}
 	} else {
-		aaaa = []dns.RR{&dns.AAAA{Hdr: hdr(lower, dns.TypeAAAA, k.opts.ttl), AAAA: p.podAddr.AsSlice()}}
+		aaaa = []dns.RR{&dns.AAAA{Hdr: answer.Hdr(lower, dns.TypeAAAA, k.opts.ttl), AAAA: p.podAddr.AsSlice()}}
 	}
 	return addrAnswer(z, qtype, a, aaaa, nil)
 }
@@ -328,74 +292,57 @@ func (k *Kubeschema) podExists(ns string, a netip.Addr) bool {
 }
 
 // lookupReverse answers a PTR query in a reverse zone.
-func (k *Kubeschema) lookupReverse(snap *snapshot, z *zoneData, lower string, qtype uint16) answer {
+func (k *Kubeschema) lookupReverse(snap *snapshot, z *zoneData, lower string, qtype uint16) result {
 	if lower == z.origin {
 		return apexAnswer(z, qtype)
 	}
 	ip, ok := dnsname.ReverseAddr(lower)
 	recs := snap.ptr[ip]
 	if !ok || len(recs) == 0 {
-		return answer{zone: z, rcode: dns.RcodeNameError}
+		return result{zone: z, rcode: dns.RcodeNameError}
 	}
 	if qtype != dns.TypePTR && qtype != dns.TypeANY {
-		return answer{zone: z}
+		return result{zone: z}
 	}
 	out := make([]dns.RR, len(recs))
 	for i, p := range recs {
 		out[i] = p.rr
 	}
-	return answer{zone: z, answer: out}
+	return result{zone: z, answer: out}
 }
 
 // apexAnswer answers the zone apex: SOA and NS.
-func apexAnswer(z *zoneData, qtype uint16) answer {
+func apexAnswer(z *zoneData, qtype uint16) result {
 	switch qtype {
 	case dns.TypeSOA:
-		return answer{zone: z, answer: []dns.RR{z.soa}}
+		return result{zone: z, answer: []dns.RR{z.soa}}
 	case dns.TypeNS:
-		return answer{zone: z, answer: z.ns, extra: append(append([]dns.RR(nil), z.nsA...), z.nsAAAA...)}
+		return result{zone: z, answer: z.ns, extra: append(append([]dns.RR(nil), z.nsA...), z.nsAAAA...)}
 	case dns.TypeANY:
-		return answer{zone: z, answer: append([]dns.RR{z.soa}, z.ns...)}
+		return result{zone: z, answer: append([]dns.RR{z.soa}, z.ns...)}
 	}
-	return answer{zone: z}
+	return result{zone: z}
 }
 
 // pick answers rrs for want (or ANY), NODATA for any other type.
-func pick(z *zoneData, qtype, want uint16, rrs []dns.RR) answer {
+func pick(z *zoneData, qtype, want uint16, rrs []dns.RR) result {
 	if qtype == want || qtype == dns.TypeANY {
-		return answer{zone: z, answer: rrs}
+		return result{zone: z, answer: rrs}
 	}
-	return answer{zone: z}
+	return result{zone: z}
 }
 
 // addrAnswer answers A, AAAA or ANY from address records; other types are
 // NODATA. more are added for ANY (a service's SRV records).
-func addrAnswer(z *zoneData, qtype uint16, a, aaaa []dns.RR, turn *atomic.Uint32, more ...dns.RR) answer {
+func addrAnswer(z *zoneData, qtype uint16, a, aaaa []dns.RR, turn *atomic.Uint32, more ...dns.RR) result {
 	switch qtype {
 	case dns.TypeA:
-		return answer{zone: z, answer: rotate(a, turn)}
+		return result{zone: z, answer: answer.Rotate(a, turn)}
 	case dns.TypeAAAA:
-		return answer{zone: z, answer: rotate(aaaa, turn)}
+		return result{zone: z, answer: answer.Rotate(aaaa, turn)}
 	case dns.TypeANY:
 		all := make([]dns.RR, 0, len(a)+len(aaaa)+len(more))
-		return answer{zone: z, answer: append(append(append(all, a...), aaaa...), more...)}
+		return result{zone: z, answer: append(append(append(all, a...), aaaa...), more...)}
 	}
-	return answer{zone: z}
-}
-
-// rotate returns a fresh slice holding rrs, starting one further each
-// call, so clients that take the first record spread their load. The
-// records themselves are shared and never modified.
-func rotate(rrs []dns.RR, turn *atomic.Uint32) []dns.RR {
-	if len(rrs) == 0 {
-		return nil
-	}
-	out := make([]dns.RR, len(rrs))
-	start := 0
-	if turn != nil && len(rrs) > 1 {
-		start = int(turn.Add(1) % uint32(len(rrs)))
-	}
-	n := copy(out, rrs[start:])
-	copy(out[n:], rrs[:start])
-	return out
+	return result{zone: z}
 }

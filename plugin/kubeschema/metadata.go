@@ -7,6 +7,7 @@ import (
 
 	"github.com/coredns/coredns/plugin/metadata"
 	"github.com/coredns/coredns/request"
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 )
 
@@ -20,7 +21,7 @@ func (k *Kubeschema) Metadata(ctx context.Context, state request.Request) contex
 		k.clientMetadata(ctx, state.IP())
 	}
 	zi := k.zoneIndex(state.Name())
-	if zi < 0 || isReverse(k.Zones[zi]) {
+	if zi < 0 || answer.IsReverse(k.Zones[zi]) {
 		return ctx
 	}
 	rest, _ := dnsname.TrimZone(strings.ToLower(state.Name()), k.Zones[zi])

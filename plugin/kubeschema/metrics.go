@@ -23,6 +23,9 @@ var (
 	}, []string{"service_kind"})
 )
 
+// syncedInstances keeps syncedGauge at 1 while any instance serves a synced snapshot (reload-safe).
+var syncedInstances = watchcache.NewInstanceGauge(syncedGauge)
+
 // observeProgrammed records one change now served, in kubeschema's
 // histogram and the cache's cross-plugin one.
 func observeProgrammed(kind watchcache.ServiceKind, ev watchcache.Event) {

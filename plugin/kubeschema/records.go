@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
@@ -93,13 +94,13 @@ func buildService(in buildInput, origin string, ttl uint32, o *options) *service
 		if svc.ExternalName == "" {
 			return nil
 		}
-		r.cname = &dns.CNAME{Hdr: hdr(name, dns.TypeCNAME, ttl), Target: dns.Fqdn(svc.ExternalName)}
+		r.cname = &dns.CNAME{Hdr: answer.Hdr(name, dns.TypeCNAME, ttl), Target: dns.Fqdn(svc.ExternalName)}
 		return r
 	case watchcache.KindClusterIP:
 		if o.ignoreEmptyService && len(in.endpoints) == 0 {
 			return nil
 		}
-		r.a, r.aaaa = addrRecords(name, svc.ClusterIPs, ttl)
+		r.a, r.aaaa = answer.AddrRecords(name, svc.ClusterIPs, ttl)
 		r.addPorts(svc.Ports, name, ttl, []target{{name: name, a: r.a, aaaa: r.aaaa}}, nil)
 		return r
 	}
@@ -110,7 +111,7 @@ func buildService(in buildInput, origin string, ttl uint32, o *options) *service
 	for _, ep := range in.endpoints {
 		addrs = append(addrs, ep.Addr)
 	}
-	r.a, r.aaaa = addrRecords(name, addrs, ttl)
+	r.a, r.aaaa = answer.AddrRecords(name, addrs, ttl)
 	targets := r.addHosts(in.endpoints, name, ttl, o)
 	r.addPorts(svc.Ports, name, ttl, targets, in.slicePorts)
 	return r
@@ -139,9 +140,9 @@ func (r *serviceRecords) addHosts(eps []watchcache.EndpointAddr, svcName string,
 		}
 		owner := host + "." + svcName
 		if ep.Addr.Is4() {
-			h.a = append(h.a, &dns.A{Hdr: hdr(owner, dns.TypeA, ttl), A: ep.Addr.AsSlice()})
+			h.a = append(h.a, &dns.A{Hdr: answer.Hdr(owner, dns.TypeA, ttl), A: ep.Addr.AsSlice()})
 		} else {
-			h.aaaa = append(h.aaaa, &dns.AAAA{Hdr: hdr(owner, dns.TypeAAAA, ttl), AAAA: ep.Addr.AsSlice()})
+			h.aaaa = append(h.aaaa, &dns.AAAA{Hdr: answer.Hdr(owner, dns.TypeAAAA, ttl), AAAA: ep.Addr.AsSlice()})
 		}
 	}
 	targets := make([]target, 0, len(r.hosts))
@@ -184,7 +185,7 @@ func (r *serviceRecords) addPorts(ports []watchcache.Port, svcName string, ttl u
 		owner := key + "." + svcName
 		pr := &portRecords{}
 		for _, t := range targets {
-			pr.srv = append(pr.srv, &dns.SRV{Hdr: hdr(owner, dns.TypeSRV, ttl), Priority: 0, Weight: weight, Port: uint16(number), Target: t.name})
+			pr.srv = append(pr.srv, &dns.SRV{Hdr: answer.Hdr(owner, dns.TypeSRV, ttl), Priority: 0, Weight: weight, Port: uint16(number), Target: t.name})
 			pr.extra = append(pr.extra, t.a...)
 			pr.extra = append(pr.extra, t.aaaa...)
 		}
@@ -200,26 +201,14 @@ func (r *serviceRecords) addPorts(ports []watchcache.Port, svcName string, ttl u
 	}
 }
 
-// addrRecords splits addresses into A and AAAA records for name.
-func addrRecords(name string, addrs []netip.Addr, ttl uint32) (a, aaaa []dns.RR) {
-	for _, ip := range addrs {
-		if ip.Is4() {
-			a = append(a, &dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: ip.AsSlice()})
-		} else {
-			aaaa = append(aaaa, &dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: ip.AsSlice()})
-		}
-	}
-	return a, aaaa
-}
-
 // ptrRecords are the PTR records a service contributes: its cluster IPs,
 // and for a headless service every served endpoint.
 func ptrRecords(key string, r *serviceRecords, ttl uint32) map[netip.Addr]ptrRecord {
 	out := map[netip.Addr]ptrRecord{}
 	add := func(rrs []dns.RR) {
 		for _, rr := range rrs {
-			ip := addrOf(rr)
-			out[ip] = ptrRecord{service: key, rr: &dns.PTR{Hdr: hdr(dnsname.ReverseName(ip), dns.TypePTR, ttl), Ptr: rr.Header().Name}}
+			ip := answer.AddrOf(rr)
+			out[ip] = ptrRecord{service: key, rr: &dns.PTR{Hdr: answer.Hdr(dnsname.ReverseName(ip), dns.TypePTR, ttl), Ptr: rr.Header().Name}}
 		}
 	}
 	if r.kind == watchcache.KindClusterIP {
@@ -232,20 +221,4 @@ func ptrRecords(key string, r *serviceRecords, ttl uint32) map[netip.Addr]ptrRec
 		add(h.aaaa)
 	}
 	return out
-}
-
-func addrOf(rr dns.RR) netip.Addr {
-	switch v := rr.(type) {
-	case *dns.A:
-		a, _ := netip.AddrFromSlice(v.A)
-		return a.Unmap()
-	case *dns.AAAA:
-		a, _ := netip.AddrFromSlice(v.AAAA)
-		return a
-	}
-	return netip.Addr{}
-}
-
-func hdr(name string, rrtype uint16, ttl uint32) dns.RR_Header {
-	return dns.RR_Header{Name: name, Rrtype: rrtype, Class: dns.ClassINET, Ttl: ttl}
 }

@@ -3,9 +3,6 @@ package kubeschema
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +11,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
-	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -36,7 +33,7 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	k.upstream = upstream.New()
-	k.nsAddrs = listenAddrs(dnsserver.GetConfig(c).ListenHosts)
+	k.nsAddrs = answer.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
 	c.OnStartup(k.start)
 	c.OnShutdown(k.shutdown)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
@@ -53,7 +50,7 @@ func parse(c *caddy.Controller) (*Kubeschema, error) {
 		if i > 0 {
 			return nil, c.Err("kubeschema can be used only once per server block")
 		}
-		zones, err := zonesFrom(c.RemainingArgs(), c.ServerBlockKeys)
+		zones, err := answer.Zones(c.RemainingArgs(), c.ServerBlockKeys)
 		if err != nil {
 			return nil, c.Errf("%v", err)
 		}
@@ -65,24 +62,6 @@ func parse(c *caddy.Controller) (*Kubeschema, error) {
 		}
 	}
 	return k, nil
-}
-
-// zonesFrom normalises the zones of the stanza (or of the server block):
-// lower case, fully qualified, CIDRs turned into reverse zones.
-func zonesFrom(args, block []string) ([]string, error) {
-	for _, a := range args {
-		if _, err := netip.ParsePrefix(a); err == nil {
-			continue
-		}
-		if _, ok := dns.IsDomainName(a); !ok || strings.ContainsAny(a, "/:@ ") {
-			return nil, fmt.Errorf("zone %q is not a domain name", a)
-		}
-	}
-	zones := plugin.OriginsFromArgsOrServerBlock(args, block)
-	for i, z := range zones {
-		zones[i] = strings.ToLower(z)
-	}
-	return zones, nil
 }
 
 func (k *Kubeschema) parseOption(c *caddy.Controller) error {
@@ -219,6 +198,9 @@ func (k *Kubeschema) start() error {
 		unsubscribe()
 		cancel()
 		<-done
+		if b.unsynced != nil {
+			b.unsynced()
+		}
 		h.Release()
 	}
 	wait, cancelWait := context.WithTimeout(ctx, k.opts.startupTimeout)
@@ -238,31 +220,5 @@ func (k *Kubeschema) shutdown() error {
 		k.stop()
 		k.stop = nil
 	}
-	syncedGauge.Set(0)
 	return nil
-}
-
-// listenAddrs are the addresses ns.dns.<zone> answers with: those the
-// server block binds, or else this host's own unicast addresses (loopback
-// when it has none), the way Mesos-DNS answers for itself.
-func listenAddrs(hosts []string) []netip.Addr {
-	var out []netip.Addr
-	for _, h := range hosts {
-		if a, err := netip.ParseAddr(h); err == nil && !a.IsUnspecified() {
-			out = append(out, a.Unmap())
-		}
-	}
-	if len(out) > 0 {
-		return out
-	}
-	ifaddrs, _ := net.InterfaceAddrs()
-	for _, ia := range ifaddrs {
-		if p, err := netip.ParsePrefix(ia.String()); err == nil && p.Addr().IsGlobalUnicast() {
-			out = append(out, p.Addr().Unmap())
-		}
-	}
-	if len(out) == 0 {
-		out = append(out, netip.MustParseAddr("127.0.0.1"))
-	}
-	return out
 }

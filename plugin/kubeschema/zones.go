@@ -1,6 +1,7 @@
 package kubeschema
 
 import (
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
 	"net/netip"
 	"strings"
 
@@ -14,19 +15,14 @@ const (
 	soaExpire  = 86400
 )
 
-// isReverse tells whether zone is under in-addr.arpa or ip6.arpa.
-func isReverse(zone string) bool {
-	return strings.HasSuffix(zone, "in-addr.arpa.") || strings.HasSuffix(zone, "ip6.arpa.")
-}
-
 // nsName is the nameserver name, ns.dns.<zone> of the first forward zone
 // (reverse zones point there too).
 func (k *Kubeschema) nsName(zone string) string {
-	if !isReverse(zone) {
+	if !answer.IsReverse(zone) {
 		return "ns.dns." + zone
 	}
 	for _, z := range k.Zones {
-		if !isReverse(z) {
+		if !answer.IsReverse(z) {
 			return "ns.dns." + z
 		}
 	}
@@ -39,22 +35,15 @@ func (k *Kubeschema) emptySnapshot(serial uint32) *snapshot {
 	ttl := k.opts.ttl
 	for _, zone := range k.Zones {
 		ns := k.nsName(zone)
-		z := &zoneData{origin: zone, reverse: isReverse(zone), services: map[string]*serviceRecords{}, namespaces: map[string]int{}}
-		z.soa = &dns.SOA{Hdr: hdr(zone, dns.TypeSOA, ttl), Ns: ns, Mbox: "hostmaster." + strings.TrimPrefix(ns, "ns.dns."),
+		z := &zoneData{origin: zone, reverse: answer.IsReverse(zone), services: map[string]*serviceRecords{}, namespaces: map[string]int{}}
+		z.soa = &dns.SOA{Hdr: answer.Hdr(zone, dns.TypeSOA, ttl), Ns: ns, Mbox: "hostmaster." + strings.TrimPrefix(ns, "ns.dns."),
 			Serial: serial, Refresh: soaRefresh, Retry: soaRetry, Expire: soaExpire, Minttl: ttl}
-		z.ns = []dns.RR{&dns.NS{Hdr: hdr(zone, dns.TypeNS, ttl), Ns: ns}}
+		z.ns = []dns.RR{&dns.NS{Hdr: answer.Hdr(zone, dns.TypeNS, ttl), Ns: ns}}
 		if !z.reverse {
-			z.nsA, z.nsAAAA = addrRecords(ns, k.nsAddrs, ttl)
-			z.version = []dns.RR{&dns.TXT{Hdr: hdr("dns-version."+zone, dns.TypeTXT, ttl), Txt: []string{SchemaVersion}}}
+			z.nsA, z.nsAAAA = answer.AddrRecords(ns, k.nsAddrs, ttl)
+			z.version = []dns.RR{&dns.TXT{Hdr: answer.Hdr("dns-version."+zone, dns.TypeTXT, ttl), Txt: []string{SchemaVersion}}}
 		}
 		s.zones = append(s.zones, z)
 	}
 	return s
-}
-
-// withSerial is a copy of soa with another serial.
-func withSerial(soa *dns.SOA, serial uint32) *dns.SOA {
-	c := *soa
-	c.Serial = serial
-	return &c
 }

@@ -42,6 +42,9 @@ type builder struct {
 	// have changed: they decide which import addresses get a PTR record.
 	dirtyLocal map[string]bool
 	wake       chan struct{}
+	// unsynced takes this instance out of the synced gauge; set once the
+	// first snapshot is published, called after run returns.
+	unsynced func()
 
 	// Owned by the goroutine that runs the builder.
 	ptrs ptrIndex
@@ -88,7 +91,7 @@ func (b *builder) run(ctx context.Context, synced func(context.Context) error) {
 	}
 	b.takeDirty() // the full build covers everything seen so far
 	b.m.snap.Store(b.fullBuild())
-	markSynced()
+	b.unsynced = syncedInstances.Up()
 	for {
 		select {
 		case <-ctx.Done():

@@ -1,8 +1,6 @@
 package multicluster
 
 import (
-	"sync"
-
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -31,26 +29,5 @@ func observeProgrammed(kind watchcache.ServiceKind, ev watchcache.Event) {
 	watchcache.ObserveProgrammed(pluginName, kind, ev, programming)
 }
 
-// synced counts the instances serving a synced snapshot, for syncedGauge:
-// a reload starts the new instance before it shuts the old one down, so
-// the gauge must follow the count, not the last instance to change.
-var synced struct {
-	sync.Mutex
-	n int
-}
-
-func markSynced() {
-	synced.Lock()
-	defer synced.Unlock()
-	synced.n++
-	syncedGauge.Set(1)
-}
-
-func markStopped() {
-	synced.Lock()
-	defer synced.Unlock()
-	if synced.n--; synced.n <= 0 {
-		synced.n = 0
-		syncedGauge.Set(0)
-	}
-}
+// syncedInstances keeps syncedGauge at 1 while any instance serves a synced snapshot (reload-safe).
+var syncedInstances = watchcache.NewInstanceGauge(syncedGauge)

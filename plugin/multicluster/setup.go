@@ -142,6 +142,9 @@ func (m *Multicluster) start() error {
 		unsubscribe()
 		cancel()
 		<-done
+		if b.unsynced != nil {
+			b.unsynced()
+		}
 		h.Release()
 	}
 	wait, cancelWait := context.WithTimeout(ctx, m.startupTimeout)
@@ -160,9 +163,6 @@ func (m *Multicluster) shutdown() error {
 	if m.stop != nil {
 		m.stop()
 		m.stop = nil
-		if m.snap.Load() != nil {
-			markStopped()
-		}
 	}
 	return nil
 }
