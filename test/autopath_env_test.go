@@ -365,6 +365,9 @@ func glibcLookup(tb testing.TB, resolvConf, name string) glibcResult {
 
 // apResolvConf is a resolv.conf for a pod: its nameserver, search domains
 // and extra options after ndots:5.
+// The timeout is long on purpose: when one of glibc's parallel A/AAAA
+// replies is late, glibc resends in single-request mode, and the counts
+// would then measure the machine's load rather than the search path.
 func apResolvConf(nameserver, search string, options ...string) string {
-	return fmt.Sprintf("nameserver %s\nsearch %s\noptions ndots:5 timeout:3 attempts:1 %s\n", nameserver, search, strings.Join(options, " "))
+	return fmt.Sprintf("nameserver %s\nsearch %s\noptions ndots:5 timeout:10 attempts:1 %s\n", nameserver, search, strings.Join(options, " "))
 }

@@ -80,7 +80,9 @@ func TestAutopathGlibc(t *testing.T) {
 			counts[mode.name][l.name] = c
 			t.Logf("%-12s %-16s pod→server %2d (autopath zone %d)  cluster DNS %2d  external %d",
 				mode.name, l.name, c.client, c.search, c.cluster, c.external)
-			e.sameAsModel(t, mode.server, strings.Fields(mode.search), l, c)
+			// The classic path is the baseline, not ours: glibc may resend one
+			// of its dozen queries, so there the model gives a lower bound.
+			e.sameAsModel(t, mode.server, strings.Fields(mode.search), l, c, mode.name != "classic")
 		}
 	}
 
@@ -105,8 +107,12 @@ func TestAutopathGlibc(t *testing.T) {
 		}
 	}
 	for name, domains := range map[string]int{apShortSvc: 1, apOtherSvc + "." + apOtherNS: 2, apExternal: 6, apMissing: 6} {
-		if got := counts["classic"][name].client; got != domains*types {
-			t.Errorf("classic %s: %d queries, want %d (%d candidates × %d types)", name, got, domains*types, domains, types)
+		got := counts["classic"][name].client
+		if got < domains*types {
+			t.Errorf("classic %s: %d queries, want at least %d (%d candidates × %d types)", name, got, domains*types, domains, types)
+		}
+		if got > domains*types {
+			t.Logf("classic %s: %d queries, %d more than the %d candidates × %d types (glibc resent)", name, got, got-domains*types, domains, types)
 		}
 	}
 	if types != 2 {
@@ -198,11 +204,11 @@ func apSame(a, b apSnapshot) bool {
 
 // sameAsModel checks that stubResolver, with the same settings, sends the
 // queries glibc sent.
-func (e *apEnv) sameAsModel(t *testing.T, server string, search []string, l apLookup, c apCount) {
+func (e *apEnv) sameAsModel(t *testing.T, server string, search []string, l apLookup, c apCount, exact bool) {
 	t.Helper()
 	qtypes := []uint16{dns.TypeA, dns.TypeAAAA}[:c.types]
 	found, n, err := newStubResolver(server+":53", search, qtypes...).lookup(l.name)
-	if err != nil || found != (l.addrs != nil) || n != c.client {
+	if err != nil || found != (l.addrs != nil) || n > c.client || (exact && n != c.client) {
 		t.Errorf("stubResolver %s: found %v with %d queries (%v); glibc sent %d", l.name, found, n, err, c.client)
 	}
 }
