@@ -34,3 +34,13 @@ lint: ## gofmt and go vet
 
 run: build tools ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
 	hack/run.sh
+
+# SCALE: default (1k and 10k services, 20k pods; under 30 minutes on two
+# cores) or small (1k services, 2k pods; a few minutes). BENCHFLAGS: more
+# flags of the tool (cd bench && go run . -h).
+SCALE      ?= default
+BENCHFLAGS ?=
+.PHONY: bench
+bench: build tools ## measure against the stock kubernetes plugin; writes docs/benchmarks.md (SCALE=small: quick)
+	bench/deps.sh
+	cd bench && GOWORK=off $(GO) run . -scale $(SCALE) $(BENCHFLAGS)

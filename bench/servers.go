@@ -1,0 +1,358 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// target is one server configuration under test.
+type target struct {
+	Key   string // A, B, C, D, E: the order in a round
+	Name  string // short name used in tables
+	Label string // what it is
+	// stanza is the server block's plugins, given the kubeconfig.
+	stanza func(kubeconfig string) string
+	// kube is true for targets that serve the Kubernetes data (and are
+	// waited for until synced); mc for those that serve clusterset.local.
+	kube, mc bool
+}
+
+// The targets. A and B are the issue's (A) and (B) with the same options;
+// C is the framework's floor; D and E compare the multicluster schema.
+var (
+	targetA = target{Key: "A", Name: "kubeschema", Label: "kubeschema (ours)", kube: true,
+		stanza: func(kc string) string { return kubeStanza("kubeschema", "cluster.local in-addr.arpa ip6.arpa", kc, "") }}
+	targetB = target{Key: "B", Name: "kubernetes", Label: "stock kubernetes plugin (CoreDNS v1.15.0)", kube: true,
+		stanza: func(kc string) string { return kubeStanza("kubernetes", "cluster.local in-addr.arpa ip6.arpa", kc, "") }}
+	targetC = target{Key: "C", Name: "whoami", Label: "framework floor: whoami only",
+		stanza: func(string) string { return "whoami" }}
+	targetD = target{Key: "D", Name: "kubeschema+multicluster", Label: "kubeschema + multicluster (ours)", kube: true, mc: true,
+		stanza: func(kc string) string {
+			return kubeStanza("kubeschema", "cluster.local in-addr.arpa ip6.arpa", kc, "fallthrough in-addr.arpa ip6.arpa") + "\n    " +
+				kubeStanza("multicluster", "clusterset.local in-addr.arpa ip6.arpa", kc, "")
+		}}
+	targetE = target{Key: "E", Name: "kubernetes multicluster", Label: "stock kubernetes plugin with multicluster clusterset.local", kube: true, mc: true,
+		stanza: func(kc string) string {
+			return kubeStanza("kubernetes", "cluster.local clusterset.local in-addr.arpa ip6.arpa", kc, "multicluster clusterset.local")
+		}}
+)
+
+// kubeStanza is a plugin stanza with the options both Kubernetes plugins
+// get: a kubeconfig and pods verified (multicluster takes no pods option).
+func kubeStanza(plugin, zones, kubeconfig, extra string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s {\n        kubeconfig %s\n", plugin, zones, kubeconfig)
+	if plugin != "multicluster" {
+		b.WriteString("        pods verified\n")
+	}
+	if extra != "" {
+		fmt.Fprintf(&b, "        %s\n", extra)
+	}
+	b.WriteString("    }")
+	return b.String()
+}
+
+// corefile is a target's Corefile: the block under test alone on its port,
+// and the metrics and pprof listeners in a block of their own, so that no
+// plugin but the one measured is in the query path.
+func corefile(t target, kubeconfig string, port, admin, metrics, pprof int) string {
+	return fmt.Sprintf(`.:%d {
+    bind 127.0.0.1
+    %s
+}
+.:%d {
+    bind 127.0.0.1
+    prometheus 127.0.0.1:%d
+    pprof 127.0.0.1:%d
+}
+`, port, t.stanza(kubeconfig), admin, metrics, pprof)
+}
+
+// server is a running bin/coredns serving one target.
+type server struct {
+	target
+	port, metrics, pprof int
+	cmd                  *exec.Cmd
+	started              time.Time
+	syncTime             time.Duration // start to every sentinel answered
+	logPath              string
+	exited               chan struct{}
+}
+
+// startServer runs the binary on free loopback ports, pinned to the
+// server CPU.
+func startServer(env *env, t target, scale int) (*server, error) {
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{target: t, port: ports[0], metrics: ports[2], pprof: ports[3], exited: make(chan struct{})}
+	base := filepath.Join(env.work, fmt.Sprintf("%d-%s", scale, t.Key))
+	conf := base + ".Corefile"
+	cf := corefile(t, env.cluster.Kubeconfig, s.port, ports[1], s.metrics, s.pprof)
+	if err := os.WriteFile(conf, []byte(cf), 0o644); err != nil {
+		return nil, err
+	}
+	s.logPath = base + ".log"
+	logFile, err := os.Create(s.logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the child has its own descriptor
+	s.cmd = pinned(env.cfg, env.cfg.serverCPU, env.cfg.coredns, "-conf", conf)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	s.started = time.Now()
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", t.Name, err)
+	}
+	go func() { s.cmd.Wait(); close(s.exited) }()
+	return s, nil
+}
+
+// pinned is a command run on one CPU (with taskset, which execs it, so the
+// PID is the command's own), or unpinned with -pin=false.
+func pinned(cfg *config, cpu int, name string, args ...string) *exec.Cmd {
+	if !cfg.pin {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("taskset", append([]string{"-c", strconv.Itoa(cpu), name}, args...)...)
+}
+
+// freePorts returns n distinct loopback ports free for both TCP and UDP.
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var held []io.Closer
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for len(out) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, l)
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		held = append(held, u)
+		out = append(out, port)
+	}
+	return out, nil
+}
+
+func (s *server) pid() int     { return s.cmd.Process.Pid }
+func (s *server) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s *server) alive() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+func (s *server) String() string { return s.Key + " " + s.Name }
+
+// stop ends the server: SIGTERM, then SIGKILL after 5 seconds.
+func (s *server) stop() {
+	if !s.alive() {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// sentinel is a query whose answer shows that a server has the whole
+// fixture: the objects created last, the largest headless service whole.
+type sentinel struct {
+	name  string
+	qtype uint16
+	tcp   bool
+	min   int // answer records at least
+}
+
+// waitSynced polls the sentinels until each has its answer.
+func (s *server) waitSynced(ctx context.Context, sentinels []sentinel, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	pending := sentinels
+	var last string
+	for len(pending) > 0 {
+		if !s.alive() {
+			return fmt.Errorf("%s exited during start-up; see %s", s, s.logPath)
+		}
+		var still []sentinel
+		for _, q := range pending {
+			r, err := exchange(s.addr(), q.tcp, q.name, q.qtype)
+			switch {
+			case err != nil:
+				last = err.Error()
+				still = append(still, q)
+			case r.Rcode != dns.RcodeSuccess || len(r.Answer) < q.min:
+				last = fmt.Sprintf("%s %s: %s with %d records, want %d", q.name, dns.TypeToString[q.qtype], dns.RcodeToString[r.Rcode], len(r.Answer), q.min)
+				still = append(still, q)
+			}
+		}
+		pending = still
+		if len(pending) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not synced within %s (last: %s); see %s", s, within, last, s.logPath)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	s.syncTime = time.Since(s.started)
+	return nil
+}
+
+// exchange sends one query and returns the reply.
+func exchange(addr string, tcp bool, name string, qtype uint16) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
+	if tcp {
+		c.Net = "tcp"
+	} else {
+		m.SetEdns0(4096, false)
+	}
+	r, _, err := c.Exchange(m, addr)
+	return r, err
+}
+
+// cpuSeconds is the CPU time (user + system) the process has used, from
+// /proc/<pid>/stat (utime and stime, in USER_HZ = 1/100 s ticks).
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name, which is in parentheses and may hold
+	// spaces: state is field 3, utime 14, stime 15.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return float64(utime+stime) / 100, nil
+}
+
+// cpuBusy is the time one CPU spent running processes, from /proc/stat
+// (seconds): user, nice, system and steal. Interrupt and softirq time are
+// left out: on loopback they are mostly the kernel carrying the run's own
+// packets, which the kernel does not charge to any process.
+func cpuBusy(cpu int) (float64, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	prefix := fmt.Sprintf("cpu%d ", cpu)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if !strings.HasPrefix(sc.Text(), prefix) || len(fields) < 9 {
+			continue
+		}
+		var busy uint64
+		for _, i := range []int{1, 2, 3, 8} { // user nice system steal
+			v, _ := strconv.ParseUint(fields[i], 10, 64)
+			busy += v
+		}
+		return float64(busy) / 100, nil
+	}
+	return 0, fmt.Errorf("/proc/stat has no %q line", prefix)
+}
+
+// memory is a process's memory after sync.
+type memory struct {
+	RSS, PeakRSS, HeapInuse int64 // bytes
+}
+
+// readMemory reads VmRSS and VmHWM from /proc and the Go heap in use from
+// the server's metrics, after forcing a garbage collection through pprof
+// (the heap profile with gc=1), so that both plugins are read without
+// their garbage.
+func (s *server) readMemory() (memory, error) {
+	var m memory
+	if _, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", s.pprof)); err != nil {
+		return m, fmt.Errorf("force GC: %w", err)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid()))
+	if err != nil {
+		return m, err
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			m.RSS = kb * 1024
+		case "VmHWM:":
+			m.PeakRSS = kb * 1024
+		}
+	}
+	metrics, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
+	if err != nil {
+		return m, err
+	}
+	for line := range strings.SplitSeq(metrics, "\n") {
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return m, err
+			}
+			m.HeapInuse = int64(f)
+		}
+	}
+	if m.RSS == 0 || m.HeapInuse == 0 {
+		return m, fmt.Errorf("%s: no VmRSS or go_memstats_heap_inuse_bytes", s)
+	}
+	return m, nil
+}
+
+func httpGet(url string) (string, error) {
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(b), err
+}
