@@ -70,31 +70,10 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 		}
 		return nil
 	}
+	if ok, err := watchcache.ParseConnectionOption(c, opt, args, &m.cfg); ok {
+		return err
+	}
 	switch opt {
-	case "kubeconfig":
-		if err := need(1, 2); err != nil {
-			return err
-		}
-		m.cfg.Kubeconfig = args[0]
-		if len(args) == 2 {
-			m.cfg.Context = args[1]
-		}
-		if err := (watchcache.Config{Kubeconfig: m.cfg.Kubeconfig, Context: m.cfg.Context}).Validate(); err != nil {
-			return c.Errf("%v", err)
-		}
-	case "endpoint":
-		if err := need(1, 1); err != nil {
-			return err
-		}
-		m.cfg.Endpoint = args[0]
-	case "tls":
-		if err := need(3, 3); err != nil {
-			return err
-		}
-		m.cfg.TLSCert, m.cfg.TLSKey, m.cfg.TLSCA = args[0], args[1], args[2]
-		if err := (watchcache.Config{TLSCert: args[0], TLSKey: args[1], TLSCA: args[2]}).Validate(); err != nil {
-			return c.Errf("tls: %v", err)
-		}
 	case "ttl":
 		if err := need(1, 1); err != nil {
 			return err
