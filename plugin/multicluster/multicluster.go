@@ -201,36 +201,17 @@ func lookupReverse(snap *snapshot, z *zoneData, lower string, qtype uint16) resu
 
 // apexAnswer answers the zone apex: SOA and NS.
 func apexAnswer(z *zoneData, qtype uint16) result {
-	switch qtype {
-	case dns.TypeSOA:
-		return result{zone: z, answer: []dns.RR{z.soa}}
-	case dns.TypeNS:
-		return result{zone: z, answer: z.ns, extra: append(append([]dns.RR(nil), z.nsA...), z.nsAAAA...)}
-	case dns.TypeANY:
-		return result{zone: z, answer: append([]dns.RR{z.soa}, z.ns...)}
-	}
-	return result{zone: z}
+	ans, extra := answer.Apex(qtype, z.soa, z.ns, z.nsA, z.nsAAAA)
+	return result{zone: z, answer: ans, extra: extra}
 }
 
 // pick answers rrs for want (or ANY), NODATA for any other type.
 func pick(z *zoneData, qtype, want uint16, rrs []dns.RR) result {
-	if qtype == want || qtype == dns.TypeANY {
-		return result{zone: z, answer: rrs}
-	}
-	return result{zone: z}
+	return result{zone: z, answer: answer.ForType(qtype, want, rrs)}
 }
 
 // addrAnswer answers A, AAAA or ANY from address records; other types are
-// NODATA. more are added for ANY (an import's SRV records).
+// NODATA. more are added for ANY (the SRV records of the name).
 func addrAnswer(z *zoneData, qtype uint16, a, aaaa []dns.RR, turn *atomic.Uint32, more ...dns.RR) result {
-	switch qtype {
-	case dns.TypeA:
-		return result{zone: z, answer: answer.Rotate(a, turn)}
-	case dns.TypeAAAA:
-		return result{zone: z, answer: answer.Rotate(aaaa, turn)}
-	case dns.TypeANY:
-		all := make([]dns.RR, 0, len(a)+len(aaaa)+len(more))
-		return result{zone: z, answer: append(append(append(all, a...), aaaa...), more...)}
-	}
-	return result{zone: z}
+	return result{zone: z, answer: answer.Addrs(qtype, a, aaaa, turn, more...)}
 }

@@ -179,3 +179,40 @@ func WithSerial(soa *dns.SOA, serial uint32) *dns.SOA {
 	c.Serial = serial
 	return &c
 }
+
+// Apex answers the zone apex: SOA, NS (with the nameserver's addresses as
+// additional records) or both for ANY; nil for any other type (NODATA).
+func Apex(qtype uint16, soa dns.RR, ns, nsA, nsAAAA []dns.RR) (ans, extra []dns.RR) {
+	switch qtype {
+	case dns.TypeSOA:
+		return []dns.RR{soa}, nil
+	case dns.TypeNS:
+		return ns, append(append([]dns.RR(nil), nsA...), nsAAAA...)
+	case dns.TypeANY:
+		return append([]dns.RR{soa}, ns...), nil
+	}
+	return nil, nil
+}
+
+// ForType is rrs when qtype is want or ANY, else nil (NODATA).
+func ForType(qtype, want uint16, rrs []dns.RR) []dns.RR {
+	if qtype == want || qtype == dns.TypeANY {
+		return rrs
+	}
+	return nil
+}
+
+// Addrs answers A or AAAA from address records, rotated by turn, and ANY
+// with both plus more (a service's SRV records); nil for other types.
+func Addrs(qtype uint16, a, aaaa []dns.RR, turn *atomic.Uint32, more ...dns.RR) []dns.RR {
+	switch qtype {
+	case dns.TypeA:
+		return Rotate(a, turn)
+	case dns.TypeAAAA:
+		return Rotate(aaaa, turn)
+	case dns.TypeANY:
+		all := make([]dns.RR, 0, len(a)+len(aaaa)+len(more))
+		return append(append(append(all, a...), aaaa...), more...)
+	}
+	return nil
+}
