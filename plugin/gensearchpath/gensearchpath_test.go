@@ -48,20 +48,33 @@ func startClusterDNS(t *testing.T, code uint16) *clusterDNS {
 		"host.corp.example.net.":            {test.A("host.corp.example.net. 60 IN A 192.0.2.7")},
 		"web.other-ns.svc.cluster.example.": {test.A("web.other-ns.svc.cluster.example. 5 IN A 10.0.0.1")},
 	}}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc, l := listenUDPAndTCP(t)
 	c.addr = pc.LocalAddr().String()
 	for _, s := range []*dns.Server{{PacketConn: pc, Handler: c}, {Listener: l, Handler: c}} {
 		go s.ActivateAndServe()
 		t.Cleanup(func() { s.Shutdown() })
 	}
 	return c
+}
+
+// listenUDPAndTCP opens UDP and TCP on one free loopback port. A port
+// free for UDP may be taken for TCP, so it tries a few.
+func listenUDPAndTCP(t *testing.T) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for i := 0; ; i++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, l
+		}
+		pc.Close()
+		if i == 20 {
+			t.Fatal(err)
+		}
+	}
 }
 
 // bigAnswer does not fit 1232 octets: the reply is truncated over UDP.
