@@ -24,6 +24,7 @@ func BenchmarkServeDNS(b *testing.B) {
 		{"db.ns1.svc.cluster.local.", dns.TypeA},
 		{"_pg._tcp.db.ns1.svc.cluster.local.", dns.TypeSRV},
 		{"web.ns1.svc.cluster.local.", dns.TypeAAAA},
+		{"v6only.ns1.svc.cluster.local.", dns.TypeA}, // NODATA
 		{"google.com.ns1.svc.cluster.local.", dns.TypeA},
 		{"10.0.96.10.in-addr.arpa.", dns.TypePTR},
 	} {

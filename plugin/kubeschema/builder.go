@@ -4,10 +4,11 @@ import (
 	"context"
 	"maps"
 	"net/netip"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/schemadns/schemadns/plugin/pkg/answer"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
@@ -103,11 +104,11 @@ func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
 
 // fullBuild computes a snapshot from everything in the cache.
 func (b *builder) fullBuild() *snapshot {
-	s := b.k.emptySnapshot(answer.NextSerial(0))
+	e := newEdit(b.k.emptySnapshot(answer.NextSerial(0)), true)
 	for _, svc := range b.cache.Services() {
-		b.put(s, svc.Namespace(), svc.Name(), svc)
+		b.put(e, svc.Namespace(), svc.Name(), svc)
 	}
-	return s
+	return e.s
 }
 
 // apply rebuilds the dirty services into a new snapshot and publishes it.
@@ -127,12 +128,12 @@ func (b *builder) apply() {
 		return
 	}
 	old := b.k.snap.Load()
-	next := old.clone(answer.NextSerial(old.serial))
-	for key, ev := range dirty {
-		next.remove(key)
-		b.put(next, ev.Namespace, ev.Name, b.cache.Service(ev.Namespace, ev.Name))
+	e := newEdit(old.clone(answer.NextSerial(old.serial)), false)
+	for _, ev := range dirty {
+		e.remove(ev.Namespace, ev.Name)
+		b.put(e, ev.Namespace, ev.Name, b.cache.Service(ev.Namespace, ev.Name))
 	}
-	b.k.snap.Store(next)
+	b.k.snap.Store(e.s)
 	for _, ev := range dirty {
 		kind := watchcache.KindHeadlessWithoutSelector
 		if svc := b.cache.Service(ev.Namespace, ev.Name); svc != nil {
@@ -142,15 +143,14 @@ func (b *builder) apply() {
 	}
 }
 
-// put adds svc's records (if it is served) to every zone of s.
-func (b *builder) put(s *snapshot, ns, name string, svc *watchcache.Service) {
+// put adds svc's records (if it is served) to every zone of e.
+func (b *builder) put(e *edit, ns, name string, svc *watchcache.Service) {
 	if svc == nil || !b.k.serves(b.cache, ns) {
 		return
 	}
 	in := b.input(svc)
-	key := ns + "/" + name
 	ptrDone := false
-	for _, z := range s.zones {
+	for zi, z := range e.s.zones {
 		if z.reverse {
 			continue
 		}
@@ -158,13 +158,12 @@ func (b *builder) put(s *snapshot, ns, name string, svc *watchcache.Service) {
 		if r == nil {
 			continue
 		}
-		z.services[name+"."+ns] = r
-		z.namespaces[ns]++
+		e.namespace(zi, ns)[name] = r
 		if !ptrDone {
 			ptrDone = true
-			for ip, p := range ptrRecords(key, r, b.k.opts.ttl) {
-				s.ptr[ip] = append(s.ptr[ip], p)
-				s.ptrOwned[key] = append(s.ptrOwned[key], ip)
+			for ip, p := range ptrRecords(ns+"/"+name, r, b.k.opts.ttl) {
+				sh := e.ptrShard(ip)
+				sh[ip] = append(sh[ip], p)
 			}
 		}
 	}
@@ -192,45 +191,105 @@ func (b *builder) input(svc *watchcache.Service) buildInput {
 	return in
 }
 
-// clone copies the maps (not the records) so they can be changed.
+// clone is a new snapshot with serial that shares s's maps; change it
+// through an edit, which copies what it changes.
 func (s *snapshot) clone(serial uint32) *snapshot {
-	n := &snapshot{ptr: maps.Clone(s.ptr), ptrOwned: maps.Clone(s.ptrOwned), serial: serial}
+	n := &snapshot{ptr: s.ptr, serial: serial}
 	for _, z := range s.zones {
 		nz := *z
-		nz.services, nz.namespaces = maps.Clone(z.services), maps.Clone(z.namespaces)
+		nz.services = maps.Clone(z.services)
 		nz.soa = answer.WithSerial(z.soa, serial)
+		nz.negative = []dns.RR{nz.soa}
 		n.zones = append(n.zones, &nz)
 	}
 	return n
 }
 
-// remove drops a service ("<ns>/<svc>") from every zone and the PTR index.
-func (s *snapshot) remove(key string) {
-	ns, name, _ := strings.Cut(key, "/")
-	for _, z := range s.zones {
-		if _, ok := z.services[name+"."+ns]; !ok {
+// edit changes a snapshot that is not published yet, copying each inner
+// map (one namespace of one zone, one PTR shard) before its first change:
+// the maps are shared with the published snapshot, which queries read
+// without a lock. A batch thus costs what it touches.
+type edit struct {
+	s *snapshot
+	// all: every map of s is new (a full build), nothing to copy.
+	all bool
+	// copiedNS (by zone index) and copiedPTR are what this edit copied.
+	copiedNS  []map[string]bool
+	copiedPTR [ptrShards]bool
+}
+
+func newEdit(s *snapshot, all bool) *edit {
+	e := &edit{s: s, all: all, copiedNS: make([]map[string]bool, len(s.zones))}
+	for i := range e.copiedNS {
+		e.copiedNS[i] = map[string]bool{}
+	}
+	return e
+}
+
+// namespace is the services map of namespace ns in zone zi, ready to
+// change; created when the namespace has none.
+func (e *edit) namespace(zi int, ns string) map[string]*serviceRecords {
+	z := e.s.zones[zi]
+	m := z.services[ns]
+	if !e.all && !e.copiedNS[zi][ns] {
+		e.copiedNS[zi][ns] = true
+		m = maps.Clone(m)
+	}
+	if m == nil {
+		m = map[string]*serviceRecords{}
+	}
+	z.services[ns] = m
+	return m
+}
+
+// ptrShard is the PTR shard of ip, ready to change.
+func (e *edit) ptrShard(ip netip.Addr) map[netip.Addr][]ptrRecord {
+	i := ptrShard(ip)
+	m := e.s.ptr[i]
+	if !e.all && !e.copiedPTR[i] {
+		e.copiedPTR[i] = true
+		m = maps.Clone(m)
+	}
+	if m == nil {
+		m = map[netip.Addr][]ptrRecord{}
+	}
+	e.s.ptr[i] = m
+	return m
+}
+
+// remove drops the service ns/name from every zone and its PTR records,
+// which are found from its records in the first zone that has it (every
+// forward zone has the same addresses).
+func (e *edit) remove(ns, name string) {
+	var had *serviceRecords
+	for zi, z := range e.s.zones {
+		r := z.services[ns][name]
+		if r == nil {
 			continue
 		}
-		delete(z.services, name+"."+ns)
-		if z.namespaces[ns]--; z.namespaces[ns] <= 0 {
-			delete(z.namespaces, ns)
+		if had == nil {
+			had = r
+		}
+		m := e.namespace(zi, ns)
+		delete(m, name)
+		if len(m) == 0 {
+			delete(z.services, ns)
 		}
 	}
-	for _, ip := range s.ptrOwned[key] {
-		recs := s.ptr[ip]
-		kept := make([]ptrRecord, 0, len(recs))
-		for _, p := range recs {
-			if p.service != key {
-				kept = append(kept, p)
-			}
-		}
+	if had == nil {
+		return
+	}
+	key := ns + "/" + name
+	forPTR(had, func(rr dns.RR) {
+		ip := answer.AddrOf(rr)
+		sh := e.ptrShard(ip)
+		kept := slices.DeleteFunc(slices.Clone(sh[ip]), func(p ptrRecord) bool { return p.service == key })
 		if len(kept) == 0 {
-			delete(s.ptr, ip)
+			delete(sh, ip)
 		} else {
-			s.ptr[ip] = kept
+			sh[ip] = kept
 		}
-	}
-	delete(s.ptrOwned, key)
+	})
 }
 
 // serves tells whether services of namespace ns are visible: the

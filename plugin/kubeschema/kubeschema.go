@@ -102,7 +102,7 @@ func (k *Kubeschema) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 		return plugin.NextOrFailure(pluginName, k.Next, ctx, w, r)
 	}
 	q := r.Question[0]
-	zi := k.zoneIndex(q.Name)
+	zi, restLen := k.zoneIndex(q.Name)
 	if zi < 0 {
 		if k.Next == nil {
 			return k.refuse(w, r)
@@ -115,7 +115,13 @@ func (k *Kubeschema) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 		return dns.RcodeServerFailure, errNotSynced
 	}
 	lower := strings.ToLower(q.Name)
-	ans := k.lookup(ctx, snap, snap.zones[zi], lower, q.Qtype, w, r, 0)
+	var rest string
+	if len(lower) == len(q.Name) {
+		rest = lower[:restLen]
+	} else { // lower-casing changed the length (not ASCII): match again
+		rest, _ = dnsname.TrimZone(lower, k.Zones[zi])
+	}
+	ans := k.lookup(ctx, snap, snap.zones[zi], lower, rest, q.Qtype, w, r, 0)
 	if ans.rcode == dns.RcodeNameError && k.Fall.Through(q.Name) {
 		requests.WithLabelValues("fallthrough").Inc()
 		return plugin.NextOrFailure(pluginName, k.Next, ctx, w, r)
@@ -123,22 +129,24 @@ func (k *Kubeschema) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	return k.write(w, r, lower, ans)
 }
 
-// zoneIndex is the index in Zones of the zone of name, or -1.
-func (k *Kubeschema) zoneIndex(name string) int {
-	best, bestLen := -1, -1
+// zoneIndex is the index in Zones of the zone of name, or -1, and the
+// length of what comes before the zone (the lookup's rest, so it need not
+// match the zone again).
+func (k *Kubeschema) zoneIndex(name string) (zi, restLen int) {
+	zi, bestLen := -1, -1
 	for i, z := range k.Zones {
-		if _, ok := dnsname.TrimZone(name, z); ok && len(z) > bestLen {
-			best, bestLen = i, len(z)
+		if rest, ok := dnsname.TrimZone(name, z); ok && len(z) > bestLen {
+			zi, bestLen, restLen = i, len(z), len(rest)
 		}
 	}
-	return best
+	return zi, restLen
 }
 
 // write sends the reply: authoritative, the question's case repeated, the
 // SOA in the Authority section of negative answers (RFC 2308).
 func (k *Kubeschema) write(w dns.ResponseWriter, r *dns.Msg, lower string, ans result) (int, error) {
-	m := answer.Reply(r, lower, ans.rcode, ans.answer, ans.extra, ans.zone.soa)
-	requests.WithLabelValues(answer.Result(ans.rcode, len(ans.answer))).Inc()
+	m := answer.Reply(r, lower, ans.rcode, ans.answer, ans.extra, ans.zone.negative)
+	replies.Count(ans.rcode, len(ans.answer))
 	if err := w.WriteMsg(m); err != nil {
 		return dns.RcodeServerFailure, err
 	}
@@ -154,12 +162,12 @@ func (k *Kubeschema) refuse(w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	return dns.RcodeRefused, w.WriteMsg(m)
 }
 
-// lookup answers one name in zone z. depth counts CNAME hops.
-func (k *Kubeschema) lookup(ctx context.Context, snap *snapshot, z *zoneData, lower string, qtype uint16, w dns.ResponseWriter, r *dns.Msg, depth int) result {
+// lookup answers one name in zone z: lower is the name, rest the part of
+// it before the zone. depth counts CNAME hops.
+func (k *Kubeschema) lookup(ctx context.Context, snap *snapshot, z *zoneData, lower, rest string, qtype uint16, w dns.ResponseWriter, r *dns.Msg, depth int) result {
 	if z.reverse {
 		return k.lookupReverse(snap, z, lower, qtype)
 	}
-	rest, _ := dnsname.TrimZone(lower, z.origin)
 	p := parseName(rest)
 	nodata := result{zone: z}
 	nxdomain := result{zone: z, rcode: dns.RcodeNameError}
@@ -178,12 +186,12 @@ func (k *Kubeschema) lookup(ctx context.Context, snap *snapshot, z *zoneData, lo
 		}
 		return nodata
 	case nameNamespace:
-		if z.namespaces[p.namespace] == 0 {
+		if len(z.services[p.namespace]) == 0 {
 			return nxdomain
 		}
 		return nodata
 	case nameService, nameHost, nameProto, namePort:
-		svc := z.services[p.key]
+		svc := z.services[p.namespace][p.service]
 		if svc == nil {
 			return nxdomain
 		}
@@ -216,12 +224,12 @@ func (k *Kubeschema) serviceAnswer(ctx context.Context, snap *snapshot, z *zoneD
 		}
 		return addrAnswer(z, qtype, h.a, h.aaaa, &svc.turn)
 	case nameProto:
-		if !svc.protos[p.proto] {
+		if !svc.hasProto(p.proto) {
 			return result{zone: z, rcode: dns.RcodeNameError}
 		}
 		return result{zone: z}
 	}
-	pr := svc.ports[p.port]
+	pr := svc.port(p.port)
 	if pr == nil {
 		return result{zone: z, rcode: dns.RcodeNameError}
 	}
@@ -239,8 +247,8 @@ func (k *Kubeschema) cnameAnswer(ctx context.Context, snap *snapshot, z *zoneDat
 	if qtype == dns.TypeCNAME || depth >= maxCNAMEHops {
 		return out
 	}
-	if zi := k.zoneIndex(cname.Target); zi >= 0 {
-		next := k.lookup(ctx, snap, snap.zones[zi], cname.Target, qtype, w, r, depth+1)
+	if zi, restLen := k.zoneIndex(cname.Target); zi >= 0 {
+		next := k.lookup(ctx, snap, snap.zones[zi], cname.Target, cname.Target[:restLen], qtype, w, r, depth+1)
 		out.answer = append(out.answer, next.answer...)
 		out.extra, out.rcode = next.extra, next.rcode
 		return out
@@ -297,7 +305,7 @@ func (k *Kubeschema) lookupReverse(snap *snapshot, z *zoneData, lower string, qt
 		return apexAnswer(z, qtype)
 	}
 	ip, ok := dnsname.ReverseAddr(lower)
-	recs := snap.ptr[ip]
+	recs := snap.ptrOf(ip)
 	if !ok || len(recs) == 0 {
 		return result{zone: z, rcode: dns.RcodeNameError}
 	}

@@ -162,7 +162,7 @@ func TestRotation(t *testing.T) {
 	if len(firsts) != 2 {
 		t.Errorf("first records over 4 answers: %v, want both addresses", firsts)
 	}
-	shared := k.snap.Load().zones[0].services["db.ns1"].a
+	shared := k.snap.Load().zones[0].services["ns1"]["db"].a
 	if shared[0].(*dns.A).A.String() != "10.1.0.1" {
 		t.Errorf("shared records were reordered: %v", shared)
 	}

@@ -20,7 +20,7 @@ func (k *Kubeschema) Metadata(ctx context.Context, state request.Request) contex
 	if k.opts.pods == podsVerified && k.data != nil {
 		k.clientMetadata(ctx, state.IP())
 	}
-	zi := k.zoneIndex(state.Name())
+	zi, _ := k.zoneIndex(state.Name())
 	if zi < 0 || answer.IsReverse(k.Zones[zi]) {
 		return ctx
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/miekg/dns"
@@ -18,14 +19,22 @@ import (
 type snapshot struct {
 	// zones are the forward zones, in the order of Kubeschema.forward.
 	zones []*zoneData
-	// ptr holds the PTR records by address, from every zone's services.
-	ptr map[netip.Addr][]ptrRecord
-	// ptrOwned lists the addresses each service ("<ns>/<svc>") has in ptr,
-	// so a rebuild removes exactly those.
-	ptrOwned map[string][]netip.Addr
+	// ptr holds the PTR records by address, from every zone's services, in
+	// shards by the address's last byte: a change copies the shards of the
+	// addresses it touches, not every address of the cluster.
+	ptr [ptrShards]map[netip.Addr][]ptrRecord
 	// serial of the SOA: changes whenever the data does.
 	serial uint32
 }
+
+const ptrShards = 256
+
+// ptrShard is the shard of ip: its last byte, which spreads the sequential
+// addresses clusters allocate.
+func ptrShard(ip netip.Addr) int { return int(ip.As16()[15]) }
+
+// ptrOf returns the PTR records of ip.
+func (s *snapshot) ptrOf(ip netip.Addr) []ptrRecord { return s.ptr[ptrShard(ip)][ip] }
 
 // zoneData is one forward zone's records.
 type zoneData struct {
@@ -33,16 +42,19 @@ type zoneData struct {
 	// reverse zones (in-addr.arpa, ip6.arpa) answer PTR from snapshot.ptr.
 	reverse bool
 	soa     *dns.SOA
-	ns      []dns.RR
+	// negative is the Authority section of a negative answer: the SOA,
+	// made once per snapshot so NXDOMAIN and NODATA allocate no slice.
+	negative []dns.RR
+	ns       []dns.RR
 	// nsA and nsAAAA are the address records of ns.dns.<zone>.
 	nsA, nsAAAA []dns.RR
 	version     []dns.RR
-	// services by "<svc>.<ns>"; only services that exist in DNS (a headless
-	// service without ready endpoints does not).
-	services map[string]*serviceRecords
-	// namespaces counts the services of each namespace: <ns>.svc.<zone>
-	// exists (as an empty non-terminal) while it is above zero.
-	namespaces map[string]int
+	// services by namespace, then by service name; only services that
+	// exist in DNS (a headless service without ready endpoints does not),
+	// and only namespaces that have one: <ns>.svc.<zone> exists (as an
+	// empty non-terminal) while its map does. A change copies the map of
+	// namespaces and the namespace it touches, not every service.
+	services map[string]map[string]*serviceRecords
 }
 
 // ptrRecord is one PTR answer, with the service it came from so a rebuild
@@ -59,14 +71,14 @@ type serviceRecords struct {
 	cname    *dns.CNAME
 	srv      []dns.RR // SRV of the bare service name: every named port
 	srvExtra []dns.RR
-	ports    map[string]*portRecords // "_http._tcp"
-	protos   map[string]bool         // "_tcp"
+	ports    []portRecords // named ports, by key "_http._tcp"
 	hosts    map[string]*hostRecords
 	// turn rotates multi-record answers between responses.
 	turn atomic.Uint32
 }
 
 type portRecords struct {
+	key        string // "_http._tcp"
 	srv, extra []dns.RR
 }
 
@@ -168,11 +180,11 @@ func endpointHostname(ep watchcache.EndpointAddr, podNames bool) string {
 // addPorts builds the SRV records: one per named port and target. Unnamed
 // ports have no SRV record (the schema says so).
 func (r *serviceRecords) addPorts(ports []watchcache.Port, svcName string, ttl uint32, targets []target, slicePorts map[string]int32) {
-	r.ports, r.protos = map[string]*portRecords{}, map[string]bool{}
 	if len(targets) == 0 {
 		return
 	}
 	weight := uint16(max(1, 100/len(targets)))
+	extra := targetAddrs(targets)
 	for _, p := range ports {
 		if p.Name == "" || !dnsname.IsLabel(p.Name) || !dnsname.IsLabel(p.Protocol) {
 			continue
@@ -181,44 +193,92 @@ func (r *serviceRecords) addPorts(ports []watchcache.Port, svcName string, ttl u
 		if n, ok := slicePorts[p.Name+"/"+p.Protocol]; ok {
 			number = n
 		}
-		key := "_" + p.Name + "._" + p.Protocol
-		owner := key + "." + svcName
-		pr := &portRecords{}
+		owner := "_" + p.Name + "._" + p.Protocol + "." + svcName
+		pr := portRecords{key: owner[:len(p.Name)+len(p.Protocol)+3], extra: extra}
 		for _, t := range targets {
 			pr.srv = append(pr.srv, &dns.SRV{Hdr: answer.Hdr(owner, dns.TypeSRV, ttl), Priority: 0, Weight: weight, Port: uint16(number), Target: t.name})
-			pr.extra = append(pr.extra, t.a...)
-			pr.extra = append(pr.extra, t.aaaa...)
 		}
-		r.ports[key] = pr
-		r.protos["_"+p.Protocol] = true
+		r.setPort(pr)
 		r.srv = append(r.srv, pr.srv...)
 	}
 	if len(r.srv) > 0 {
-		for _, t := range targets {
-			r.srvExtra = append(r.srvExtra, t.a...)
-			r.srvExtra = append(r.srvExtra, t.aaaa...)
+		r.srvExtra = extra
+	}
+}
+
+// targetAddrs are the address records of the targets, in order: the
+// additional section of every SRV answer of the service, one slice shared
+// by all its ports. Clipped, so that appending to a reply's additional
+// section (an OPT record) copies rather than writes into it.
+func targetAddrs(targets []target) []dns.RR {
+	if len(targets) == 1 && len(targets[0].aaaa) == 0 {
+		return slices.Clip(targets[0].a)
+	}
+	var out []dns.RR
+	for _, t := range targets {
+		out = append(append(out, t.a...), t.aaaa...)
+	}
+	return slices.Clip(out)
+}
+
+// setPort adds pr, replacing a port of the same key (as a map would).
+func (r *serviceRecords) setPort(pr portRecords) {
+	for i := range r.ports {
+		if r.ports[i].key == pr.key {
+			r.ports[i] = pr
+			return
 		}
 	}
+	r.ports = append(r.ports, pr)
+}
+
+// port is the named port key ("_http._tcp"), or nil. A service has a
+// handful of ports: a scan beats a map and costs no map per service.
+func (r *serviceRecords) port(key string) *portRecords {
+	for i := range r.ports {
+		if r.ports[i].key == key {
+			return &r.ports[i]
+		}
+	}
+	return nil
+}
+
+// hasProto tells whether a named port has the protocol proto ("_tcp").
+func (r *serviceRecords) hasProto(proto string) bool {
+	for _, p := range r.ports {
+		if _, pp, _ := strings.Cut(p.key, "."); pp == proto {
+			return true
+		}
+	}
+	return false
 }
 
 // ptrRecords are the PTR records a service contributes: its cluster IPs,
 // and for a headless service every served endpoint.
 func ptrRecords(key string, r *serviceRecords, ttl uint32) map[netip.Addr]ptrRecord {
 	out := map[netip.Addr]ptrRecord{}
-	add := func(rrs []dns.RR) {
+	forPTR(r, func(rr dns.RR) {
+		ip := answer.AddrOf(rr)
+		out[ip] = ptrRecord{service: key, rr: &dns.PTR{Hdr: answer.Hdr(dnsname.ReverseName(ip), dns.TypePTR, ttl), Ptr: rr.Header().Name}}
+	})
+	return out
+}
+
+// forPTR calls fn with each address record that has a PTR record: the
+// cluster IPs of a ClusterIP service, the endpoints of a headless one.
+func forPTR(r *serviceRecords, fn func(dns.RR)) {
+	each := func(rrs []dns.RR) {
 		for _, rr := range rrs {
-			ip := answer.AddrOf(rr)
-			out[ip] = ptrRecord{service: key, rr: &dns.PTR{Hdr: answer.Hdr(dnsname.ReverseName(ip), dns.TypePTR, ttl), Ptr: rr.Header().Name}}
+			fn(rr)
 		}
 	}
 	if r.kind == watchcache.KindClusterIP {
-		add(r.a)
-		add(r.aaaa)
-		return out
+		each(r.a)
+		each(r.aaaa)
+		return
 	}
 	for _, h := range r.hosts {
-		add(h.a)
-		add(h.aaaa)
+		each(h.a)
+		each(h.aaaa)
 	}
-	return out
 }

@@ -31,17 +31,33 @@ func (k *Kubeschema) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 		}
 		ch <- z.ns
 		ch <- append(append(append([]dns.RR(nil), z.nsA...), z.nsAAAA...), z.version...)
-		keys := make([]string, 0, len(z.services))
-		for key := range z.services {
-			keys = append(keys, key)
-		}
-		sort.Strings(keys)
-		for _, key := range keys {
-			ch <- serviceRRs(z.services[key])
+		for _, r := range sortedServices(z) {
+			ch <- serviceRRs(r)
 		}
 		ch <- []dns.RR{z.soa}
 	}()
 	return ch, nil
+}
+
+// sortedServices lists the zone's services in the order of their names
+// "<svc>.<ns>" part, as transfers always sent them.
+func sortedServices(z *zoneData) []*serviceRecords {
+	type named struct {
+		key string
+		r   *serviceRecords
+	}
+	var all []named
+	for ns, m := range z.services {
+		for name, r := range m {
+			all = append(all, named{name + "." + ns, r})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].key < all[j].key })
+	out := make([]*serviceRecords, len(all))
+	for i, n := range all {
+		out[i] = n.r
+	}
+	return out
 }
 
 // serviceRRs lists every record of one service, for a transfer.

@@ -1,11 +1,10 @@
 package kubeschema
 
 import (
-	"github.com/schemadns/schemadns/plugin/pkg/answer"
-	"net/netip"
 	"strings"
 
 	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
 )
 
 // Timers of the SOA, as CoreDNS's kubernetes plugin has them.
@@ -31,13 +30,14 @@ func (k *Kubeschema) nsName(zone string) string {
 
 // emptySnapshot holds the fixed records of each zone and no services.
 func (k *Kubeschema) emptySnapshot(serial uint32) *snapshot {
-	s := &snapshot{ptr: map[netip.Addr][]ptrRecord{}, ptrOwned: map[string][]netip.Addr{}, serial: serial}
+	s := &snapshot{serial: serial}
 	ttl := k.opts.ttl
 	for _, zone := range k.Zones {
 		ns := k.nsName(zone)
-		z := &zoneData{origin: zone, reverse: answer.IsReverse(zone), services: map[string]*serviceRecords{}, namespaces: map[string]int{}}
+		z := &zoneData{origin: zone, reverse: answer.IsReverse(zone), services: map[string]map[string]*serviceRecords{}}
 		z.soa = &dns.SOA{Hdr: answer.Hdr(zone, dns.TypeSOA, ttl), Ns: ns, Mbox: "hostmaster." + strings.TrimPrefix(ns, "ns.dns."),
 			Serial: serial, Refresh: soaRefresh, Retry: soaRetry, Expire: soaExpire, Minttl: ttl}
+		z.negative = []dns.RR{z.soa}
 		z.ns = []dns.RR{&dns.NS{Hdr: answer.Hdr(zone, dns.TypeNS, ttl), Ns: ns}}
 		if !z.reverse {
 			z.nsA, z.nsAAAA = answer.AddrRecords(ns, k.nsAddrs, ttl)

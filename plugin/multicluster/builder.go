@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/miekg/dns"
@@ -14,16 +13,16 @@ import (
 )
 
 // source is what the builder reads of the cache; *watchcache.Handle
-// implements it. The local half (Services, their slices, the IP indexes)
-// tells which addresses this cluster already names.
+// implements it. The local half (Services and their slices) tells which
+// addresses this cluster already names.
 type source interface {
 	ServiceImports() []*watchcache.ServiceImport
 	ServiceImport(ns, name string) *watchcache.ServiceImport
 	SlicesForImport(ns, name string) []*watchcache.EndpointSlice
+	Services() []*watchcache.Service
 	Service(ns, name string) *watchcache.Service
+	EndpointSlices() []*watchcache.EndpointSlice
 	SlicesForService(ns, name string) []*watchcache.EndpointSlice
-	ServicesByIP(a netip.Addr) []*watchcache.Service
-	SlicesByIP(a netip.Addr) []*watchcache.EndpointSlice
 }
 
 // builder turns cache events into new snapshots. Events only mark imports
@@ -114,11 +113,12 @@ func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
 func (b *builder) fullBuild() *snapshot {
 	s := b.m.emptySnapshot(answer.NextSerial(0))
 	b.ptrs = newPtrIndex()
+	b.ptrs.local.load(b.cache)
 	for _, imp := range b.cache.ServiceImports() {
 		b.put(s, imp.Namespace(), imp.Name(), imp)
 	}
 	for ip := range b.ptrs.candidates {
-		if p := b.ptrs.served(b.cache, ip); p != nil {
+		if p := b.ptrs.served(ip); p != nil {
 			s.ptr[ip] = p
 		}
 	}
@@ -174,7 +174,7 @@ func (b *builder) rebuild(next *snapshot, dirty map[string]watchcache.Event, aff
 func (b *builder) ptrChanges(old *snapshot, affected map[netip.Addr]bool) map[netip.Addr]*dns.PTR {
 	changes := map[netip.Addr]*dns.PTR{}
 	for ip := range affected {
-		if p := b.ptrs.served(b.cache, ip); p != old.ptr[ip] {
+		if p := b.ptrs.served(ip); p != old.ptr[ip] {
 			changes[ip] = p
 		}
 	}
@@ -232,7 +232,7 @@ func (b *builder) put(s *snapshot, ns, name string, imp *watchcache.ServiceImpor
 		if first {
 			first = false
 			for ip, p := range ptrRecords(key, r, b.m.ttl) {
-				b.ptrs.add(b.cache, ip, p)
+				b.ptrs.add(ip, p)
 				added = append(added, ip)
 			}
 		}
@@ -267,27 +267,20 @@ type ptrIndex struct {
 	candidates map[netip.Addr][]ptrRecord
 	// owned lists each import's addresses in candidates.
 	owned map[string][]netip.Addr
-	// claimedBy lists, for each local service ("<ns>/<name>"), the
-	// candidate addresses it had when last looked at, so that a change of
-	// the service rechecks the addresses it gave up.
-	claimedBy map[string][]netip.Addr
+	// local are the addresses this cluster names.
+	local localAddrs
 }
 
 func newPtrIndex() ptrIndex {
-	return ptrIndex{candidates: map[netip.Addr][]ptrRecord{}, owned: map[string][]netip.Addr{}, claimedBy: map[string][]netip.Addr{}}
+	return ptrIndex{candidates: map[netip.Addr][]ptrRecord{}, owned: map[string][]netip.Addr{}, local: newLocalAddrs()}
 }
 
-// add makes p a candidate for ip and notes which local services claim ip.
-func (x *ptrIndex) add(c source, ip netip.Addr, p ptrRecord) {
+// add makes p a candidate for ip.
+func (x *ptrIndex) add(ip netip.Addr, p ptrRecord) {
 	recs := append(x.candidates[ip], p)
 	slices.SortFunc(recs, func(a, b ptrRecord) int { return cmp.Compare(a.rr.Ptr, b.rr.Ptr) })
 	x.candidates[ip] = recs
 	x.owned[p.imp] = append(x.owned[p.imp], ip)
-	for _, key := range localClaimers(c, ip) {
-		if !slices.Contains(x.claimedBy[key], ip) {
-			x.claimedBy[key] = append(x.claimedBy[key], ip)
-		}
-	}
 }
 
 // drop removes the candidates of an import and returns their addresses.
@@ -306,67 +299,20 @@ func (x *ptrIndex) drop(imp string) []netip.Addr {
 }
 
 // reclaim looks at a local service again and returns the candidate
-// addresses whose claim may have changed: those it had and those it has.
+// addresses whose claim changed: those it took and those it gave up.
 func (x *ptrIndex) reclaim(c source, key string) []netip.Addr {
-	before := x.claimedBy[key]
-	if len(x.candidates) == 0 && len(before) == 0 {
-		return nil
-	}
-	ns, name, _ := strings.Cut(key, "/")
-	var now []netip.Addr
-	note := func(ip netip.Addr) {
-		if _, ok := x.candidates[ip]; ok && !slices.Contains(now, ip) {
-			now = append(now, ip)
-		}
-	}
-	if svc := c.Service(ns, name); svc != nil {
-		for _, ip := range svc.ClusterIPs {
-			note(ip)
-		}
-	}
-	for _, s := range c.SlicesForService(ns, name) {
-		if isLocal(s) {
-			for _, e := range s.Endpoints {
-				for _, ip := range e.Addresses {
-					note(ip)
-				}
-			}
-		}
-	}
-	if len(now) == 0 {
-		delete(x.claimedBy, key)
-	} else {
-		x.claimedBy[key] = now
-	}
-	return append(before, now...)
+	return slices.DeleteFunc(x.local.reread(c, key), func(ip netip.Addr) bool {
+		_, ok := x.candidates[ip]
+		return !ok
+	})
 }
 
 // served is the PTR record ip gets now: the first candidate, unless this
 // cluster names ip itself or no import has it.
-func (x *ptrIndex) served(c source, ip netip.Addr) *dns.PTR {
+func (x *ptrIndex) served(ip netip.Addr) *dns.PTR {
 	recs := x.candidates[ip]
-	if len(recs) == 0 || len(localClaimers(c, ip)) > 0 {
+	if len(recs) == 0 || x.local.claimed(ip) {
 		return nil
 	}
 	return recs[0].rr
-}
-
-// localClaimers are the local services ("<ns>/<name>") that give ip a
-// cluster-local name: by their cluster IP or an endpoint of their slices.
-func localClaimers(c source, ip netip.Addr) []string {
-	var out []string
-	for _, svc := range c.ServicesByIP(ip) {
-		out = append(out, svc.Namespace()+"/"+svc.Name())
-	}
-	for _, s := range c.SlicesByIP(ip) {
-		if isLocal(s) {
-			out = append(out, s.Namespace()+"/"+s.Service)
-		}
-	}
-	return out
-}
-
-// isLocal tells a slice of a Service of this cluster from an imported one.
-func isLocal(s *watchcache.EndpointSlice) bool {
-	return s.Service != "" && s.MultiClusterService == ""
 }

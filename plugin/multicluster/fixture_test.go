@@ -49,21 +49,9 @@ func (m *memSource) SlicesForService(ns, name string) []*watchcache.EndpointSlic
 	return m.slicesWhere(func(s *watchcache.EndpointSlice) bool { return s.Namespace() == ns && s.Service == name })
 }
 
-func (m *memSource) ServicesByIP(a netip.Addr) []*watchcache.Service {
-	var out []*watchcache.Service
-	for _, s := range m.services {
-		if slices.Contains(s.ClusterIPs, a) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+func (m *memSource) Services() []*watchcache.Service { return m.services }
 
-func (m *memSource) SlicesByIP(a netip.Addr) []*watchcache.EndpointSlice {
-	return m.slicesWhere(func(s *watchcache.EndpointSlice) bool {
-		return slices.ContainsFunc(s.Endpoints, func(e watchcache.Endpoint) bool { return slices.Contains(e.Addresses, a) })
-	})
-}
+func (m *memSource) EndpointSlices() []*watchcache.EndpointSlice { return m.slices }
 
 func (m *memSource) slicesWhere(keep func(*watchcache.EndpointSlice) bool) []*watchcache.EndpointSlice {
 	var out []*watchcache.EndpointSlice

@@ -4,6 +4,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -28,6 +29,9 @@ var (
 func observeProgrammed(kind watchcache.ServiceKind, ev watchcache.Event) {
 	watchcache.ObserveProgrammed(pluginName, kind, ev, programming)
 }
+
+// replies counts the answers ServeDNS writes (requests by result).
+var replies = answer.NewCounters(requests)
 
 // syncedInstances keeps syncedGauge at 1 while any instance serves a synced snapshot (reload-safe).
 var syncedInstances = watchcache.NewInstanceGauge(syncedGauge)

@@ -87,8 +87,8 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 		requests.WithLabelValues("fallthrough").Inc()
 		return plugin.NextOrFailure(pluginName, m.Next, ctx, w, r)
 	}
-	reply := answer.Reply(r, lower, res.rcode, res.answer, res.extra, res.zone.soa)
-	requests.WithLabelValues(answer.Result(res.rcode, len(res.answer))).Inc()
+	reply := answer.Reply(r, lower, res.rcode, res.answer, res.extra, res.zone.negative)
+	replies.Count(res.rcode, len(res.answer))
 	if err := w.WriteMsg(reply); err != nil {
 		return dns.RcodeServerFailure, err
 	}

@@ -33,7 +33,10 @@ type zoneData struct {
 	// reverse zones (in-addr.arpa, ip6.arpa) answer PTR from snapshot.ptr.
 	reverse bool
 	soa     *dns.SOA
-	ns      []dns.RR
+	// negative is the Authority section of a negative answer: the SOA,
+	// made once per snapshot so NXDOMAIN and NODATA allocate no slice.
+	negative []dns.RR
+	ns       []dns.RR
 	// nsA and nsAAAA are the address records of ns.dns.<zone>.
 	nsA, nsAAAA []dns.RR
 	version     []dns.RR

@@ -45,6 +45,7 @@ func (m *Multicluster) emptySnapshot(serial uint32) *snapshot {
 		z := &zoneData{origin: zone, reverse: answer.IsReverse(zone), imports: map[string]*importRecords{}, namespaces: map[string]int{}}
 		z.soa = &dns.SOA{Hdr: answer.Hdr(zone, dns.TypeSOA, ttl), Ns: ns, Mbox: "hostmaster." + strings.TrimPrefix(ns, "ns.dns."),
 			Serial: serial, Refresh: soaRefresh, Retry: soaRetry, Expire: soaExpire, Minttl: ttl}
+		z.negative = []dns.RR{z.soa}
 		z.ns = []dns.RR{&dns.NS{Hdr: answer.Hdr(zone, dns.TypeNS, ttl), Ns: ns}}
 		if !z.reverse {
 			z.nsA, z.nsAAAA = answer.AddrRecords(ns, m.nsAddrs, ttl)
@@ -62,6 +63,7 @@ func (s *snapshot) clone(serial uint32) *snapshot {
 		nz := *z
 		nz.imports, nz.namespaces = maps.Clone(z.imports), maps.Clone(z.namespaces)
 		nz.soa = answer.WithSerial(z.soa, serial)
+		nz.negative = []dns.RR{nz.soa}
 		n.zones = append(n.zones, &nz)
 	}
 	return n

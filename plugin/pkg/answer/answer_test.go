@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 func TestRotate(t *testing.T) {
@@ -37,17 +39,17 @@ func TestReply(t *testing.T) {
 	a, _ := AddrRecords("web.example.", []netip.Addr{netip.MustParseAddr("10.0.0.1")}, 5)
 	soa := &dns.SOA{Hdr: Hdr("example.", dns.TypeSOA, 5), Ns: "ns.example.", Mbox: "h.example."}
 
-	m := Reply(r, "web.example.", dns.RcodeSuccess, a, nil, soa)
+	m := Reply(r, "web.example.", dns.RcodeSuccess, a, nil, []dns.RR{soa})
 	if !m.Authoritative || !m.Response || m.Id != r.Id || len(m.Ns) != 0 || m.Answer[0].Header().Name != "WeB.example." {
 		t.Errorf("positive reply: %v", m)
 	}
 	if a[0].Header().Name != "web.example." {
 		t.Error("Reply changed a shared record")
 	}
-	if m := Reply(r, "web.example.", dns.RcodeNameError, nil, nil, soa); len(m.Ns) != 1 || Result(m.Rcode, len(m.Answer)) != "nxdomain" {
+	if m := Reply(r, "web.example.", dns.RcodeNameError, nil, nil, []dns.RR{soa}); len(m.Ns) != 1 || Result(m.Rcode, len(m.Answer)) != "nxdomain" {
 		t.Errorf("NXDOMAIN reply: %v", m)
 	}
-	if m := Reply(r, "web.example.", dns.RcodeSuccess, nil, nil, soa); len(m.Ns) != 1 || Result(m.Rcode, len(m.Answer)) != "nodata" {
+	if m := Reply(r, "web.example.", dns.RcodeSuccess, nil, nil, []dns.RR{soa}); len(m.Ns) != 1 || Result(m.Rcode, len(m.Answer)) != "nodata" {
 		t.Errorf("NODATA reply: %v", m)
 	}
 }
@@ -86,4 +88,28 @@ func TestListenAddrs(t *testing.T) {
 	if got := ListenAddrs([]string{"::"}); len(got) == 0 {
 		t.Error("ListenAddrs of a wildcard gave nothing")
 	}
+}
+
+// TestCountersMatchResult counts a reply of each outcome and checks that
+// the child of the label Result names was the one counted.
+func TestCountersMatchResult(t *testing.T) {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "t"}, []string{"result"})
+	c := NewCounters(vec)
+	for _, r := range []struct{ rcode, answers int }{
+		{dns.RcodeSuccess, 1}, {dns.RcodeSuccess, 0}, {dns.RcodeNameError, 0}, {dns.RcodeServerFailure, 0},
+	} {
+		want := value(vec.WithLabelValues(Result(r.rcode, r.answers))) + 1
+		c.Count(r.rcode, r.answers)
+		if got := value(vec.WithLabelValues(Result(r.rcode, r.answers))); got != want {
+			t.Errorf("Count(%d, %d): %s is %v, want %v", r.rcode, r.answers, Result(r.rcode, r.answers), got, want)
+		}
+	}
+}
+
+func value(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
 }

@@ -42,10 +42,10 @@ func (c *Cache) source(k Kind) source {
 	switch k {
 	case Services:
 		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "services", metav1.NamespaceAll, sel),
-			&corev1.Service{}, toService, cache.Indexers{indexIP: serviceIPs}}
+			&corev1.Service{}, toService, cache.Indexers{}}
 	case EndpointSlices:
 		return source{cache.NewFilteredListWatchFromClient(c.core.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, sel),
-			&discoveryv1.EndpointSlice{}, toEndpointSlice, cache.Indexers{indexService: sliceService, indexImport: sliceImport, indexIP: sliceIPs}}
+			&discoveryv1.EndpointSlice{}, toEndpointSlice, cache.Indexers{indexService: sliceService, indexImport: sliceImport}}
 	case Namespaces:
 		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
 			&corev1.Namespace{}, toNamespace, cache.Indexers{}}

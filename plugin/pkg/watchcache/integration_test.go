@@ -273,11 +273,6 @@ func TestServicesCached(t *testing.T) {
 			if f := families(got.ClusterIPs); f != tc.families {
 				t.Errorf("cluster IPs %v are %q, want %q", got.ClusterIPs, f, tc.families)
 			}
-			for _, a := range got.ClusterIPs {
-				if svcs := h.ServicesByIP(a); len(svcs) != 1 || svcs[0] != got {
-					t.Errorf("ServicesByIP(%s) = %v, want [%s]", a, svcs, tc.name)
-				}
-			}
 		})
 	}
 	if n := len(slices.DeleteFunc(h.Services(), func(s *Service) bool { return s.Namespace() != e.ns })); n != len(tests) {
@@ -392,9 +387,10 @@ func checkServed(t *testing.T, got []*EndpointSlice, publishNotReady bool, svc s
 	}
 }
 
-// checkIndexes checks SlicesByIP (every usable address, served or not) and
-// ServicesByIP. The index spans all services, and the two services of the
-// test share addresses, so only this one's slices are compared.
+// checkIndexes checks that the cached slices keep every usable address,
+// served or not (multicluster reads them all), and the cluster IP. The
+// cache spans all services, and the two services of the test share
+// addresses, so only this one's slices are compared.
 func checkIndexes(t *testing.T, h *Handle, created *corev1.Service, svc string) {
 	t.Helper()
 	ours := func(ss []*EndpointSlice) []*EndpointSlice {
@@ -408,14 +404,20 @@ func checkIndexes(t *testing.T, h *Handle, created *corev1.Service, svc string) 
 		"10.1.0.10": nil, // "10.1.0.010" was skipped, in either reading
 		"10.1.0.8":  nil,
 	} {
-		if got := sliceNames(ours(h.SlicesByIP(netip.MustParseAddr(addr)))); !slices.Equal(got, want) {
-			t.Errorf("SlicesByIP(%s) = %q, want %q", addr, got, want)
+		if got := sliceNames(ours(slicesWithAddr(h.EndpointSlices(), netip.MustParseAddr(addr)))); !slices.Equal(got, want) {
+			t.Errorf("slices with %s = %q, want %q", addr, got, want)
 		}
 	}
 	ip := netip.MustParseAddr(created.Spec.ClusterIP)
-	if got := h.ServicesByIP(ip); len(got) != 1 || got[0].Name() != svc || got[0].Namespace() != created.Namespace {
-		t.Errorf("ServicesByIP(%s) = %v, want [%s/%s]", ip, got, created.Namespace, svc)
+	if got := h.Service(created.Namespace, svc); got == nil || !slices.Contains(got.ClusterIPs, ip) {
+		t.Errorf("Service(%s, %s) = %v, want cluster IP %s", created.Namespace, svc, got, ip)
 	}
+}
+
+func slicesWithAddr(ss []*EndpointSlice, a netip.Addr) []*EndpointSlice {
+	return slices.DeleteFunc(ss, func(s *EndpointSlice) bool {
+		return !slices.ContainsFunc(s.Endpoints, func(e Endpoint) bool { return slices.Contains(e.Addresses, a) })
+	})
 }
 
 // TestSharing shows one Cache and one informer per resource for a Config,

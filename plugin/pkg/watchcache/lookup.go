@@ -10,7 +10,11 @@ import (
 const (
 	indexService = "service" // namespace/service-name label of a slice
 	indexImport  = "import"  // namespace/MCS service-name label of a slice
-	indexIP      = "ip"      // every address an object has
+	// indexIP: every address of a pod (pods verified asks at query time).
+	// Services and slices have none: multicluster, the one consumer of
+	// theirs, keeps its own compact set (an index costs a string and a
+	// set per address).
+	indexIP = "ip"
 )
 
 func sliceService(obj any) ([]string, error) {
@@ -23,25 +27,6 @@ func sliceService(obj any) ([]string, error) {
 func sliceImport(obj any) ([]string, error) {
 	if s, ok := obj.(*EndpointSlice); ok && s.MultiClusterService != "" {
 		return []string{s.namespace + "/" + s.MultiClusterService}, nil
-	}
-	return nil, nil
-}
-
-func sliceIPs(obj any) ([]string, error) {
-	s, ok := obj.(*EndpointSlice)
-	if !ok {
-		return nil, nil
-	}
-	var out []string
-	for _, e := range s.Endpoints {
-		out = appendAddrs(out, e.Addresses)
-	}
-	return out, nil
-}
-
-func serviceIPs(obj any) ([]string, error) {
-	if s, ok := obj.(*Service); ok {
-		return appendAddrs(nil, s.ClusterIPs), nil
 	}
 	return nil, nil
 }
@@ -123,11 +108,6 @@ func (c *Cache) Service(ns, name string) *Service { return get[Service](c, Servi
 // Services returns every cached service.
 func (c *Cache) Services() []*Service { return list[Service](c, Services) }
 
-// ServicesByIP returns the services with the cluster IP a.
-func (c *Cache) ServicesByIP(a netip.Addr) []*Service {
-	return byIndex[Service](c, Services, indexIP, a.String())
-}
-
 // SlicesForService returns the EndpointSlices of the service ns/name.
 func (c *Cache) SlicesForService(ns, name string) []*EndpointSlice {
 	return byIndex[EndpointSlice](c, EndpointSlices, indexService, ns+"/"+name)
@@ -138,10 +118,10 @@ func (c *Cache) SlicesForImport(ns, name string) []*EndpointSlice {
 	return byIndex[EndpointSlice](c, EndpointSlices, indexImport, ns+"/"+name)
 }
 
-// SlicesByIP returns the EndpointSlices with an endpoint address a.
-func (c *Cache) SlicesByIP(a netip.Addr) []*EndpointSlice {
-	return byIndex[EndpointSlice](c, EndpointSlices, indexIP, a.String())
-}
+// EndpointSlices returns every cached EndpointSlice. There is no index of
+// slices by address: at 100k endpoints it cost a third of the heap, for
+// one consumer (multicluster) that keeps the few facts it needs itself.
+func (c *Cache) EndpointSlices() []*EndpointSlice { return list[EndpointSlice](c, EndpointSlices) }
 
 // PodsByIP returns the pods with the address a.
 func (c *Cache) PodsByIP(a netip.Addr) []*Pod { return byIndex[Pod](c, Pods, indexIP, a.String()) }
