@@ -169,7 +169,7 @@ func (c *Cache) startInformers(kinds Kind) {
 		c.mu.Unlock()
 		inf.refs++
 		if !ok {
-			inf.start()
+			inf.start(c.checkAccess)
 		}
 	}
 }
@@ -197,7 +197,8 @@ func (c *Cache) dropInformers(kinds Kind) []*informer {
 	return idle
 }
 
-// HasSynced tells whether every resource in kinds has been listed once.
+// HasSynced tells whether every resource in kinds has been listed once
+// and is being watched.
 func (c *Cache) HasSynced(kinds Kind) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -206,7 +207,7 @@ func (c *Cache) HasSynced(kinds Kind) bool {
 			continue
 		}
 		inf, ok := c.informers[k]
-		if !ok || !inf.controller.HasSynced() {
+		if !ok || !inf.synced() {
 			return false
 		}
 	}

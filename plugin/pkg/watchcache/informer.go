@@ -72,14 +72,26 @@ func (c *Cache) newInformer(k Kind) *informer {
 	return &informer{kind: k, store: store.(cache.Indexer), controller: controller, state: state}
 }
 
-func (inf *informer) start() {
+// start runs the informer, and checkAccess beside it so that a missing
+// permission is named at start-up rather than found in a retry loop.
+func (inf *informer) start(checkAccess func(context.Context, *informer)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	inf.cancel, inf.done = cancel, make(chan struct{})
+	inf.state.recheck = func() { go checkAccess(ctx, inf) }
 	go func() {
 		defer close(inf.done)
 		inf.controller.RunWithContext(ctx)
 	}()
 	go inf.reportSync(ctx)
+	go checkAccess(ctx, inf)
+}
+
+// synced tells whether the first list completed, a watch has been
+// established since, and no permission is missing: a server that may list
+// but not watch would serve a snapshot that never changes, and one missing
+// a permission must keep its readiness probe failed so a rollout stops.
+func (inf *informer) synced() bool {
+	return inf.controller.HasSynced() && inf.state.healthy()
 }
 
 // stop ends the watch and waits for the informer's goroutine, so a reload
@@ -110,11 +122,31 @@ type connState struct {
 	mu   sync.Mutex
 	down bool
 	err  error
+	// watched is set by the first successful watch.
+	// denied are the verbs the API server refuses until a call of that
+	// verb succeeds or a check allows it, logged those whose denial was
+	// logged; checked is set when the start-up permission check is over,
+	// checking while a check runs; recheck starts one.
+	denied, logged    map[string]bool
+	watched           bool
+	checked, checking bool
+	recheck           func()
 }
 
 func newConnState(k Kind) *connState {
 	apiReachable.WithLabelValues(resourceNames[k]).Set(1)
-	return &connState{kind: k}
+	for _, verb := range neededVerbs {
+		permissionDenied.WithLabelValues(resourceNames[k], verb).Set(0)
+	}
+	return &connState{kind: k, denied: map[string]bool{}, logged: map[string]bool{}, checking: true}
+}
+
+// healthy tells whether a watch is established, the permission check is
+// over and no verb is refused.
+func (s *connState) healthy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watched && s.checked && len(s.denied) == 0
 }
 
 // instrument wraps lw so each call reports its outcome. A successful list
@@ -137,7 +169,7 @@ func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 			if err == nil {
 				listed(listRV(obj))
 			}
-			s.report(err)
+			s.report("list", err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -145,7 +177,7 @@ func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 			if err == nil && o.SendInitialEvents != nil && *o.SendInitialEvents {
 				listed(o.ResourceVersion)
 			}
-			s.report(err)
+			s.report("watch", err)
 			return w, err
 		},
 	}
@@ -158,14 +190,33 @@ func listRV(obj runtime.Object) string {
 	return "?"
 }
 
-// report records a call's outcome; state changes are logged.
-func (s *connState) report(err error) {
+// report records the outcome of a call of verb; state changes are logged.
+// A refusal (403) is not an outage: the server was reached, and the log
+// says which permission is missing.
+func (s *connState) report(verb string, err error) {
 	if err != nil && (apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || isContextDone(err)) {
 		return // a watch gap or our own shutdown, not an outage
 	}
+	switch {
+	case apierrors.IsForbidden(err):
+		s.deny([]string{verb}, err.Error(), false)
+	case err == nil:
+		s.allow(verb)
+		if s.recheckDue() {
+			s.recheck()
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err == nil && verb == "watch" {
+		s.watched = true
+	}
 	name := resourceNames[s.kind]
+	if apierrors.IsForbidden(err) {
+		s.err = err
+		watchErrors.WithLabelValues(name).Inc()
+		return
+	}
 	switch {
 	case err != nil && !s.down:
 		s.down, s.err = true, err

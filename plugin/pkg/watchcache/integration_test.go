@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -832,4 +833,77 @@ func TestOutage(t *testing.T) {
 	if errs == 0 && rel == 0 {
 		t.Errorf("neither errors_total nor relists_total of services increased")
 	}
+}
+
+// TestPermissionDenied runs a cache as a ServiceAccount that may list and
+// watch services but nothing else. Services sync; EndpointSlices are
+// reported refused (both verbs) and keep the cache unsynced, so readiness
+// stays failed; granting the permission recovers without a restart.
+func TestPermissionDenied(t *testing.T) {
+	e := newEnv(t, "wc-rbac")
+	rbac := e.kube.RbacV1()
+	sa, err := e.kube.CoreV1().ServiceAccounts(e.ns).Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "dns"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: e.ns},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "watch"}}},
+	}
+	if role, err = rbac.ClusterRoles().Create(e.ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rbac.ClusterRoles().Delete(context.Background(), role.Name, metav1.DeleteOptions{}) })
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: e.ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: e.ns, Name: sa.Name}},
+	}
+	if _, err := rbac.ClusterRoleBindings().Create(e.ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = rbac.ClusterRoleBindings().Delete(context.Background(), binding.Name, metav1.DeleteOptions{})
+	})
+	token, err := e.cl.ServiceAccountToken(e.ctx, e.ns, sa.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := e.cl.KubeconfigForToken(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	h, err := Acquire(Config{Kubeconfig: kubeconfig}, Services|EndpointSlices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Release)
+	denied := func(verb string) float64 {
+		return metricValue(permissionDenied.WithLabelValues("endpointslices", verb))
+	}
+	show := func() string {
+		return fmt.Sprintf("services synced %v, all synced %v, denied list=%v watch=%v",
+			h.HasSynced(Services), h.HasSynced(Services|EndpointSlices), denied("list"), denied("watch"))
+	}
+	eventually(t, settle, "services synced and endpointslices refused",
+		func() bool { return h.HasSynced(Services) && denied("list") == 1 && denied("watch") == 1 }, show)
+	if h.HasSynced(Services|EndpointSlices) || h.HasSynced(EndpointSlices) {
+		t.Errorf("synced without permission on endpointslices: %s", show())
+	}
+	for _, verb := range []string{"list", "watch"} {
+		if v := metricValue(permissionDenied.WithLabelValues("services", verb)); v != 0 {
+			t.Errorf("permission_denied{services,%s} = %v, want 0", verb, v)
+		}
+	}
+
+	role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}})
+	if _, err := rbac.ClusterRoles().Update(e.ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The reflector retries with a backoff of up to 30 s.
+	eventually(t, recovery, "synced once the permission is granted",
+		func() bool {
+			return h.HasSynced(Services|EndpointSlices) && denied("list") == 0 && denied("watch") == 0
+		}, show)
 }

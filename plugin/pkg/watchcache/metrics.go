@@ -17,6 +17,10 @@ var (
 		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "api_reachable",
 		Help: "1 while the last list or watch call of the resource reached the API server.",
 	}, []string{"resource"})
+	permissionDenied = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "permission_denied",
+		Help: "1 while the API server refuses the verb (list, watch) on the resource to this server: fix the ClusterRole.",
+	}, []string{"resource", "verb"})
 	watchErrors = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "errors_total",
 		Help: "List and watch calls that failed.",
