@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools.sh builds the etcd and kube-apiserver binaries that the integration
-# tests (package test/kubeapi) run. They go to a per-user cache outside the
+# tools.sh builds the etcd, kube-apiserver and kubectl binaries that the
+# integration tests (package test/kubeapi, the deploy/ tests) run. They go to a per-user cache outside the
 # clone, one file per version, so that every clone and worktree shares them, a
 # clean of the clone does not cost another ten-minute build, and bumping a
 # version in hack/tools/<name>/go.mod builds the new one next to the old.
@@ -44,13 +44,13 @@ lock() {
 	fi
 }
 
-# build NAME MODULE PACKAGE [GO BUILD FLAGS...] builds PACKAGE inside the
-# module hack/tools/NAME into $dir/NAME-VERSION, VERSION being the one that
-# module's go.mod requires of MODULE.
+# build NAME TOOLMOD MODULE PACKAGE [GO BUILD FLAGS...] builds PACKAGE inside
+# the module hack/tools/TOOLMOD into $dir/NAME-VERSION, VERSION being the one
+# that module's go.mod requires of MODULE.
 build() {
-	local name=$1 module=$2 pkg=$3
-	shift 3
-	local gomod=$root/hack/tools/$name/go.mod version
+	local name=$1 toolmod=$2 module=$3 pkg=$4
+	shift 4
+	local gomod=$root/hack/tools/$toolmod/go.mod version
 	version=$(module_version "$gomod" "$module")
 	if [[ -z $version ]]; then
 		echo "tools.sh: $gomod does not require $module" >&2
@@ -70,7 +70,7 @@ build() {
 	tmpdir=$(mktemp -d "$dir/.build-$name.XXXXXX")
 	# GOWORK=off: the tools modules must build with their own go.mod, never a
 	# go.work that someone keeps above the clone.
-	(cd "$root/hack/tools/$name" &&
+	(cd "$root/hack/tools/$toolmod" &&
 		GOWORK=off go build -trimpath "$@" -o "$tmpdir/$name" "$pkg")
 	# A rename within one directory is atomic: $out is whole or absent.
 	mv "$tmpdir/$name" "$out"
@@ -98,11 +98,16 @@ main() {
 		exit 2
 	fi
 	mkdir -p "$dir"
-	build etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3
-	local version
+	build etcd etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3
+	local version ldflags
 	version=$(module_version "$root/hack/tools/kube-apiserver/go.mod" k8s.io/kubernetes)
-	build kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver \
-		-ldflags "$(apiserver_ldflags "$version")"
+	ldflags=$(apiserver_ldflags "$version")
+	build kube-apiserver kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver \
+		-ldflags "$ldflags"
+	# kubectl comes from the same Kubernetes release: the deploy/ tests render
+	# the overlays with `kubectl kustomize` and dry-run them on the server.
+	build kubectl kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl \
+		-ldflags "$ldflags"
 	echo "$dir"
 }
 

@@ -17,13 +17,15 @@ import (
 // tool is a binary that hack/tools.sh builds from the module hack/tools/<name>,
 // named after the version that module requires of its main module.
 type tool struct {
-	name   string // file name prefix and directory under hack/tools
+	name   string // file name prefix
+	dir    string // the module's directory under hack/tools
 	module string // the module whose version keys the binary
 }
 
 var (
-	etcdTool      = tool{name: "etcd", module: "go.etcd.io/etcd/server/v3"}
-	apiServerTool = tool{name: "kube-apiserver", module: "k8s.io/kubernetes"}
+	etcdTool      = tool{name: "etcd", dir: "etcd", module: "go.etcd.io/etcd/server/v3"}
+	apiServerTool = tool{name: "kube-apiserver", dir: "kube-apiserver", module: "k8s.io/kubernetes"}
+	kubectlTool   = tool{name: "kubectl", dir: "kube-apiserver", module: "k8s.io/kubernetes"}
 )
 
 // errNoRepo means the repository, and with it hack/tools.sh and the pinned
@@ -55,6 +57,27 @@ func binaries(ctx context.Context, opts Options) (etcd, apiServer string, err er
 	return cmp.Or(opts.EtcdBinary, etcd), cmp.Or(opts.APIServerBinary, apiServer), nil
 }
 
+// Kubectl returns the path of the kubectl built from the same Kubernetes
+// release as the API server, running hack/tools.sh first when it is not
+// built yet. The deploy tests render and dry-run manifests with it.
+func Kubectl(ctx context.Context) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := toolsDir("")
+	path, err := toolPath(root, dir, kubectlTool)
+	if err != nil {
+		return "", err
+	}
+	if !exists(path) {
+		if err := runToolsScript(ctx, root, dir); err != nil {
+			return "", err
+		}
+	}
+	return path, nil
+}
+
 // toolsDir applies the same default as hack/tools.sh.
 func toolsDir(dir string) string {
 	if dir != "" {
@@ -74,7 +97,7 @@ func toolsDir(dir string) string {
 
 // toolPath is where hack/tools.sh puts t: <dir>/<name>-<version>.
 func toolPath(root, dir string, t tool) (string, error) {
-	gomod := filepath.Join(root, "hack", "tools", t.name, "go.mod")
+	gomod := filepath.Join(root, "hack", "tools", t.dir, "go.mod")
 	data, err := os.ReadFile(gomod)
 	if err != nil {
 		return "", fmt.Errorf("read tool version: %w", err)
