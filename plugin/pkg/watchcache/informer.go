@@ -122,13 +122,15 @@ type connState struct {
 	mu   sync.Mutex
 	down bool
 	err  error
+	// unauthorized is set while the API server answers 401.
+	unauthorized bool
 	// watched is set by the first successful watch.
+	watched bool
 	// denied are the verbs the API server refuses until a call of that
 	// verb succeeds or a check allows it, logged those whose denial was
 	// logged; checked is set when the start-up permission check is over,
 	// checking while a check runs; recheck starts one.
 	denied, logged    map[string]bool
-	watched           bool
 	checked, checking bool
 	recheck           func()
 }
@@ -212,10 +214,24 @@ func (s *connState) report(verb string, err error) {
 		s.watched = true
 	}
 	name := resourceNames[s.kind]
-	if apierrors.IsForbidden(err) {
+	switch {
+	case apierrors.IsForbidden(err):
 		s.err = err
 		watchErrors.WithLabelValues(name).Inc()
 		return
+	case apierrors.IsUnauthorized(err):
+		// Reached, but our credentials are refused: say so once, since
+		// "unreachable" would send the operator to the network.
+		s.err = err
+		watchErrors.WithLabelValues(name).Inc()
+		if !s.unauthorized {
+			s.unauthorized = true
+			log.Errorf("%s: the API server rejects this server's credentials (401 Unauthorized): the kubeconfig's token or certificate is wrong or expired", name)
+		}
+		return
+	case err == nil && s.unauthorized:
+		s.unauthorized = false
+		log.Infof("%s: the API server accepts this server's credentials again", name)
 	}
 	switch {
 	case err != nil && !s.down:
