@@ -22,6 +22,15 @@ RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
     go build -trimpath -ldflags "-X main.version=${VERSION}" -o /out/coredns ./coredns \
  && mkdir -p /out/etc/coredns
 
+# cap_net_bind_service=+ep on the binary, as `make image` writes it: the
+# image runs as 65532, and a capability the pod spec adds reaches a
+# non-root process only through the file's capability set.
+FROM debian:bookworm-slim AS cap
+RUN apt-get update && apt-get install -y --no-install-recommends libcap2-bin \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /out/coredns /coredns
+RUN setcap cap_net_bind_service=+ep /coredns
+
 FROM scratch
 ARG VERSION=dev
 ARG REVISION=
@@ -30,14 +39,13 @@ LABEL org.opencontainers.image.title="schemadns-coredns" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.source="https://github.com/schemadns/schemadns" \
       org.opencontainers.image.description="CoreDNS with the schemadns Kubernetes DNS plugins (kubeschema, multicluster, gensearchpath, edns0autopath)"
-COPY --from=build /out/coredns /coredns
+COPY --from=cap /coredns /coredns
 # An empty /etc/coredns, where the Corefile is mounted (a ConfigMap).
 COPY --from=build /out/etc /etc
 # DNS; prometheus metrics, health, ready.
 EXPOSE 53/udp 53/tcp 9153/tcp 8080/tcp 8181/tcp
-# 65532: the "nonroot" user of distroless images. Binding port 53 as that
-# user needs CAP_NET_BIND_SERVICE (in Kubernetes, securityContext
-# capabilities add NET_BIND_SERVICE) unless the runtime lowers
-# net.ipv4.ip_unprivileged_port_start, as Docker does.
+# 65532: the "nonroot" user of distroless images. It binds port 53 through
+# the binary's file capability, which the container must allow (in
+# Kubernetes, securityContext capabilities add NET_BIND_SERVICE).
 USER 65532:65532
 ENTRYPOINT ["/coredns", "-conf", "/etc/coredns/Corefile"]

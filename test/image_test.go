@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/miekg/dns"
+	"golang.org/x/sys/unix"
 )
 
 // imageVersion is the version the image tests stamp the binary with and
@@ -404,4 +406,110 @@ func freeLoopbackPort(t *testing.T) int {
 	}
 	t.Fatal("no loopback port free for both UDP and TCP")
 	return 0
+}
+
+// layerHeader returns the tar header of name in the layer.
+func layerHeader(t *testing.T, l v1.Layer, name string) *tar.Header {
+	t.Helper()
+	rc, err := l.Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			t.Fatalf("no %s in the layer", name)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == name {
+			return h
+		}
+	}
+}
+
+// TestImageBinaryBindsPort53AsNonRoot: the image's /coredns carries the
+// file capability cap_net_bind_service=+ep (what the pod spec's
+// NET_BIND_SERVICE needs to reach a non-root process), and with it the
+// image's user, 65532, binds port 53 and answers. The binary is extracted
+// with the layer's extended attribute, as a container runtime does.
+func TestImageBinaryBindsPort53AsNonRoot(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("file capabilities are linux only")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("setting a file capability and running as user 65532 needs root (the CI machine runs the tests as root)")
+	}
+	img := imageFile(t)
+	layers, err := img.Layers()
+	if err != nil || len(layers) == 0 {
+		t.Fatalf("layers: %v, %v", layers, err)
+	}
+	h := layerHeader(t, layers[0], "coredns")
+	// struct vfs_cap_data revision 2, effective; permitted = 1<<10 (CAP_NET_BIND_SERVICE).
+	want := string([]byte{0x01, 0, 0, 0x02, 0x00, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	capability, ok := h.PAXRecords["SCHILY.xattr.security.capability"]
+	if !ok || capability != want {
+		t.Fatalf("/coredns security.capability %x (present %v), want %x", capability, ok, want)
+	}
+
+	// A directory the user 65532 can enter, holding the binary with its
+	// capability and a Corefile that serves on port 53.
+	dir, err := os.MkdirTemp("", "image-cap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "coredns")
+	if err := os.Rename(extractLayerFile(t, layers[0], "coredns"), bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(bin, "security.capability", []byte(capability), 0); err != nil {
+		t.Fatalf("set security.capability on %s: %v", bin, err)
+	}
+	ip := freeLoopback53(t)
+	cf := filepath.Join(dir, "Corefile")
+	if err := os.WriteFile(cf, []byte(fmt.Sprintf(".:53 {\n    bind %s\n    whoami\n}\n", ip)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	run := func(name string) (*coreDNSProcess, func()) {
+		log := &coreDNSProcess{}
+		cmd := exec.Command(name, "-conf", cf)
+		cmd.Stdout, cmd.Stderr = log, log
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return log, func() { cmd.Process.Kill(); cmd.Wait() }
+	}
+	_, stop := run(bin)
+	defer stop()
+	eventually(t, 20*time.Second, "the image's coredns answers on port 53 as user 65532", func() bool {
+		_, err := apExchange(net.JoinHostPort(ip, "53"), "example.org.", dns.TypeA)
+		return err == nil
+	})
+
+	// The same binary without the capability cannot: the attribute is what
+	// makes it work, not something else of this machine.
+	stop()
+	plain := filepath.Join(dir, "coredns-plain")
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plain, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log, stop := run(plain)
+	defer stop()
+	eventually(t, 20*time.Second, "without the capability, binding port 53 fails", func() bool {
+		return strings.Contains(log.log(), "permission denied")
+	})
 }

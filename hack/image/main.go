@@ -19,6 +19,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -294,6 +295,27 @@ func configFile(opts options) *v1.ConfigFile {
 	}
 }
 
+// netBindServiceCapability is the security.capability extended attribute
+// (struct vfs_cap_data, revision 2) that `setcap cap_net_bind_service=+ep`
+// writes: CAP_NET_BIND_SERVICE permitted and effective. The image runs as
+// user 65532, and a capability the pod spec adds reaches a non-root
+// process only through its file's capability set (runtimes set no ambient
+// capabilities): without it /coredns could not bind port 53 unless the
+// runtime lowers net.ipv4.ip_unprivileged_port_start, which a
+// host-network pod (the node-local cache) never gets. It lands in the
+// layer as a PAX record, as docker build stores it.
+var netBindServiceCapability = func() string {
+	const (
+		vfsCapRevision2      = 0x02000000
+		vfsCapFlagsEffective = 0x000001
+		capNetBindService    = 10
+	)
+	b := make([]byte, 20) // magic, then permitted and inheritable, low and high words
+	binary.LittleEndian.PutUint32(b[0:], vfsCapRevision2|vfsCapFlagsEffective)
+	binary.LittleEndian.PutUint32(b[4:], 1<<capNetBindService)
+	return string(b)
+}()
+
 // rootFS is the uncompressed layer: /etc/, /etc/coredns/ and /coredns,
 // owned by root, every time and id fixed so that only the binary's bytes
 // decide the digest. The binary is executable by all, so the non-root user
@@ -310,7 +332,8 @@ func rootFS(binary string, mtime time.Time) ([]byte, error) {
 			return nil, fmt.Errorf("layer: %w", err)
 		}
 	}
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(binaryPath, "/"), Mode: 0o755, Size: int64(len(bin)), ModTime: mtime}
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(binaryPath, "/"), Mode: 0o755, Size: int64(len(bin)), ModTime: mtime,
+		PAXRecords: map[string]string{"SCHILY.xattr.security.capability": netBindServiceCapability}}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return nil, fmt.Errorf("layer: %w", err)
 	}
