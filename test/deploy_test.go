@@ -114,15 +114,43 @@ func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	return out
 }
 
-// corefileOf is the Corefile in ConfigMap name.
-func (r rendered) corefileOf(t *testing.T, name string) string {
+// corefileOf is the Corefile that workload kind/name mounts from its
+// "config" volume: found through the volume, so the test follows the
+// hashed ConfigMap name the way the kubelet does.
+func (r rendered) corefileOf(t *testing.T, kind, name string) string {
 	t.Helper()
-	cm := typed[corev1.ConfigMap](t, r.find(t, "ConfigMap", name))
+	w := r.find(t, kind, name)
+	vols, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", "volumes")
+	cmName := ""
+	for _, v := range vols {
+		if v, ok := v.(map[string]any); ok && v["name"] == "config" {
+			cmName, _, _ = unstructured.NestedString(v, "configMap", "name")
+		}
+	}
+	if cmName == "" {
+		t.Fatalf("%s %s mounts no ConfigMap as volume config", kind, name)
+	}
+	cm := typed[corev1.ConfigMap](t, r.find(t, "ConfigMap", cmName))
 	cf, ok := cm.Data["Corefile"]
 	if !ok {
-		t.Fatalf("ConfigMap %s has no Corefile", name)
+		t.Fatalf("ConfigMap %s has no Corefile", cmName)
 	}
 	return cf
+}
+
+// examplePod is the node-local overlay's example Pod, which the overlay
+// does not apply.
+func examplePod(t *testing.T) ([]byte, *corev1.Pod) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "overlays", "node-local", "example-pod.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(&obj); err != nil {
+		t.Fatalf("example-pod.yaml: %v", err)
+	}
+	return data, typed[corev1.Pod](t, &unstructured.Unstructured{Object: obj})
 }
 
 // TestDeployDryRun: the API server accepts every object of every tree,
@@ -130,9 +158,15 @@ func (r rendered) corefileOf(t *testing.T, name string) string {
 func TestDeployDryRun(t *testing.T) {
 	c := kubeapi.Shared(t)
 	kubectl := kubectlPath(t)
-	for _, tree := range deployTrees {
+	podYAML, _ := examplePod(t)
+	for _, tree := range append(deployTrees, "example-pod.yaml") {
 		t.Run(strings.ReplaceAll(tree, "/", "_"), func(t *testing.T) {
-			r := renderDeploy(t, tree)
+			var r rendered
+			if tree == "example-pod.yaml" {
+				r = rendered{yaml: podYAML, objects: []*unstructured.Unstructured{{}}}
+			} else {
+				r = renderDeploy(t, tree)
+			}
 			cmd := exec.Command(kubectl, "--kubeconfig", c.Kubeconfig, "apply", "--dry-run=server", "-f", "-")
 			cmd.Stdin = bytes.NewReader(r.yaml)
 			out, err := cmd.CombinedOutput()
@@ -174,7 +208,7 @@ func clusterDNSOf(t *testing.T, tree string) rbacCase {
 	if got, _, _ := unstructured.NestedString(deploy.Object, "spec", "template", "spec", "serviceAccountName"); got != sa.GetName() {
 		t.Fatalf("deploy/%s: the Deployment runs as ServiceAccount %q, want %q", tree, got, sa.GetName())
 	}
-	return rbacCase{tree: tree, corefile: r.corefileOf(t, "coredns"), role: role}
+	return rbacCase{tree: tree, corefile: r.corefileOf(t, "Deployment", "coredns"), role: role}
 }
 
 // resourceOf names a rule's resource as the log does: "services",
@@ -458,8 +492,8 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 	c := kubeapi.Shared(t)
 	bin := coreDNSBinary(t)
 	r := renderDeploy(t, "overlays/node-local")
-	pod := typed[corev1.Pod](t, r.find(t, "Pod", "autopath-example"))
-	if pod.Spec.DNSPolicy != corev1.DNSNone || pod.Spec.DNSConfig == nil || len(pod.Spec.DNSConfig.Nameservers) != 1 {
+	_, pod := examplePod(t)
+	if pod.Spec.DNSPolicy != corev1.DNSNone || pod.Spec.DNSConfig == nil || len(pod.Spec.DNSConfig.Nameservers) == 0 {
 		t.Fatalf("the example Pod is not set up for autopath: %+v", pod.Spec.DNSConfig)
 	}
 	wantSearch := "search." + pod.Namespace + ".cluster.local.ap.k8s.io"
@@ -496,7 +530,7 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	clusterCF := editCorefile(t, r.corefileOf(t, "coredns"), []edit{
+	clusterCF := editCorefile(t, r.corefileOf(t, "Deployment", "coredns"), []edit{
 		{".:53 {\n", ".:53 {\n    bind " + cluster + "\n"},
 		{"    health {\n", "    health 127.0.0.1:0 {\n"},
 		{"    ready\n", "    ready 127.0.0.1:0\n"},
@@ -506,11 +540,11 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 	})
 	runCorefile(t, bin, clusterCF, &coreDNSProcess{})
 
-	nodeCF := r.corefileOf(t, "node-local-dns")
+	nodeCF := r.corefileOf(t, "DaemonSet", "node-local-dns")
 	for _, e := range []edit{
 		{"forward . /etc/resolv.conf\n", "forward . " + upstream.addr + "\n"},
 		{"search /etc/resolv.conf\n", "search " + nodeResolv + "\n"},
-		{nodeLocalIP + ":9253", "127.0.0.1:0"},
+		{"prometheus :9253", "prometheus 127.0.0.1:0"},
 		{nodeLocalIP + ":8080", "127.0.0.1:0"},
 		{nodeLocalIP + ":8181", "127.0.0.1:0"},
 		{nodeLocalIP, node},
@@ -534,20 +568,34 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 		return err == nil
 	})
 
-	resolv := fmt.Sprintf("nameserver %s\nsearch %s\noptions ndots:%s timeout:10 attempts:1\n",
-		node, strings.Join(pod.Spec.DNSConfig.Searches, " "), *pod.Spec.DNSConfig.Options[0].Value)
+	// The pod's resolv.conf, as the kubelet writes it from dnsConfig, with
+	// the test's addresses for the node-local cache and the cluster DNS.
+	var resolv strings.Builder
+	for _, ns := range pod.Spec.DNSConfig.Nameservers {
+		switch ns {
+		case nodeLocalIP:
+			ns = node
+		case clusterDNSIP:
+			ns = cluster
+		default:
+			t.Fatalf("the example Pod's nameserver %s is neither the node-local cache nor the cluster DNS", ns)
+		}
+		fmt.Fprintf(&resolv, "nameserver %s\n", ns)
+	}
+	fmt.Fprintf(&resolv, "search %s\noptions ndots:%s timeout:10 attempts:1\n",
+		strings.Join(pod.Spec.DNSConfig.Searches, " "), *pod.Spec.DNSConfig.Options[0].Value)
 	for _, tc := range []struct{ name, canonical, addr string }{
 		{"deploy-web", "deploy-web." + pod.Namespace + ".svc.cluster.local", web},
 		{"kubernetes", "kubernetes.default.svc.cluster.local", "10.96.0.1"},
 		{"db." + other.Name, "db." + other.Name + ".svc.cluster.local", db},
 		{apExternal, apExternal, apExternal4},
 	} {
-		got := glibcLookup(t, resolv, tc.name)
+		got := glibcLookup(t, resolv.String(), tc.name)
 		if !got.found || !slices.Contains(got.addrs, tc.addr) || !strings.EqualFold(strings.TrimSuffix(got.canonical, "."), tc.canonical) {
 			t.Errorf("%s from the example Pod: %+v, want %s (%s)\nnode-local log:\n%s", tc.name, got, tc.addr, tc.canonical, nodeProc.log())
 		}
 	}
-	if got := glibcLookup(t, resolv, "nosuchname"); got.found {
+	if got := glibcLookup(t, resolv.String(), "nosuchname"); got.found {
 		t.Errorf("nosuchname from the example Pod: %+v, want not found", got)
 	}
 }
@@ -563,4 +611,93 @@ func createClusterIPService(t *testing.T, ns, name string) string {
 	}
 	t.Cleanup(func() { _ = kube.CoreV1().Services(ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	return svc.Spec.ClusterIP
+}
+
+// TestDeployWiring checks what a dry run cannot: that every tree runs the
+// same pinned image, and that the probes and ports of the Deployment and
+// the DaemonSet point where their Corefiles listen.
+func TestDeployWiring(t *testing.T) {
+	base := renderDeploy(t, "base")
+	want := containerImage(t, base.find(t, "Deployment", "coredns"))
+	if !strings.HasPrefix(want, "schemadns/coredns:") {
+		t.Fatalf("the base runs %q, want schemadns/coredns with a tag", want)
+	}
+	for _, tree := range deployTrees {
+		r := renderDeploy(t, tree)
+		for _, o := range r.objects {
+			if o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet" {
+				continue
+			}
+			if got := containerImage(t, o); strings.HasPrefix(got, "schemadns/coredns") && got != want {
+				t.Errorf("deploy/%s: %s %s runs %q, the base %q", tree, o.GetKind(), o.GetName(), got, want)
+			}
+		}
+
+		cf := r.corefileOf(t, "Deployment", "coredns")
+		checkWiring(t, tree, r.find(t, "Deployment", "coredns"), cf, wiring{
+			ready: "8181", health: "8080", metrics: "9153",
+			corefile: []string{"\n    ready\n", "\n    health {\n", "\n    prometheus :9153\n", ".:53 {"},
+		})
+	}
+	nl := renderDeploy(t, "overlays/node-local")
+	checkWiring(t, "overlays/node-local", nl.find(t, "DaemonSet", "node-local-dns"), nl.corefileOf(t, "DaemonSet", "node-local-dns"), wiring{
+		ready: "8181", health: "8080", metrics: "9253", host: "169.254.20.10",
+		corefile: []string{"ready 169.254.20.10:8181\n", "health 169.254.20.10:8080 {\n", "prometheus :9253\n", "bind 169.254.20.10\n"},
+	})
+}
+
+// wiring is where a workload's probes and ports must point, and the
+// Corefile lines that listen there.
+type wiring struct {
+	ready, health, metrics, host string
+	corefile                     []string
+}
+
+func checkWiring(t *testing.T, tree string, w *unstructured.Unstructured, corefile string, want wiring) {
+	t.Helper()
+	for _, line := range want.corefile {
+		if !strings.Contains(corefile, line) {
+			t.Errorf("deploy/%s: the Corefile of %s has no %q", tree, w.GetName(), line)
+		}
+	}
+	c := firstContainer(t, w)
+	probe := func(what string, p *corev1.Probe, path, port string) {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != path || p.HTTPGet.Port.String() != port || p.HTTPGet.Host != want.host {
+			t.Errorf("deploy/%s: %s %s probe %+v, want GET %s:%s%s", tree, w.GetName(), what, p, want.host, port, path)
+		}
+	}
+	probe("readiness", c.ReadinessProbe, "/ready", want.ready)
+	probe("liveness", c.LivenessProbe, "/health", want.health)
+	ports := map[string]bool{}
+	for _, p := range c.Ports {
+		ports[fmt.Sprintf("%d/%s", p.ContainerPort, p.Protocol)] = true
+	}
+	for _, p := range []string{"53/UDP", "53/TCP", want.metrics + "/TCP"} {
+		if !ports[p] {
+			t.Errorf("deploy/%s: %s declares no port %s (has %v)", tree, w.GetName(), p, ports)
+		}
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.Capabilities == nil ||
+		!slices.Contains(sc.Capabilities.Add, "NET_BIND_SERVICE") || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+		t.Errorf("deploy/%s: %s security context %+v, want non-root with only NET_BIND_SERVICE (the image's file capability)", tree, w.GetName(), sc)
+	}
+}
+
+func firstContainer(t *testing.T, w *unstructured.Unstructured) corev1.Container {
+	t.Helper()
+	tmpl, ok, _ := unstructured.NestedMap(w.Object, "spec", "template")
+	if !ok {
+		t.Fatalf("%s %s has no pod template", w.GetKind(), w.GetName())
+	}
+	pt := typed[corev1.PodTemplateSpec](t, &unstructured.Unstructured{Object: tmpl})
+	if len(pt.Spec.Containers) == 0 {
+		t.Fatalf("%s %s has no containers", w.GetKind(), w.GetName())
+	}
+	return pt.Spec.Containers[0]
+}
+
+func containerImage(t *testing.T, w *unstructured.Unstructured) string {
+	t.Helper()
+	return firstContainer(t, w).Image
 }

@@ -114,7 +114,7 @@ func (s *connState) deny(verbs []string, detail string, fromCheck bool) {
 	for _, verb := range verbs {
 		s.logged[verb] = true
 	}
-	log.Errorf("permission denied: %s; the ClusterRole bound to this server needs %s on %s (see deploy/base/clusterrole.yaml)",
+	log.Errorf("permission denied: %s; the ClusterRole bound to this server needs %s on %s (deploy/ has the rule for each option)",
 		strings.TrimSuffix(detail, "."), verbList(), qualifiedResource(s.kind))
 }
 

@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -78,6 +79,7 @@ func (inf *informer) start(checkAccess func(context.Context, *informer)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	inf.cancel, inf.done = cancel, make(chan struct{})
 	inf.state.recheck = func() { go checkAccess(ctx, inf) }
+	informerStarted(inf.kind)
 	go func() {
 		defer close(inf.done)
 		inf.controller.RunWithContext(ctx)
@@ -99,7 +101,40 @@ func (inf *informer) synced() bool {
 func (inf *informer) stop() {
 	inf.cancel()
 	<-inf.done
-	syncedGauge.WithLabelValues(resourceNames[inf.kind]).Set(0)
+	informerGone(inf.kind)
+}
+
+// liveInformers counts the running informers per resource, across caches
+// (a reload with a changed connection starts the new cache's informer
+// before the old one stops). The per-resource gauges belong to them
+// together: they are removed when the last one stops, so that a resource
+// no longer watched leaves no stale permission_denied or api_reachable
+// behind to keep an alert firing.
+var liveInformers = struct {
+	sync.Mutex
+	n map[Kind]int
+}{n: map[Kind]int{}}
+
+func informerStarted(k Kind) {
+	liveInformers.Lock()
+	defer liveInformers.Unlock()
+	liveInformers.n[k]++
+}
+
+func informerGone(k Kind) {
+	liveInformers.Lock()
+	defer liveInformers.Unlock()
+	liveInformers.n[k]--
+	if liveInformers.n[k] > 0 {
+		return
+	}
+	delete(liveInformers.n, k)
+	name := resourceNames[k]
+	syncedGauge.DeleteLabelValues(name)
+	apiReachable.DeleteLabelValues(name)
+	for _, verb := range neededVerbs {
+		permissionDenied.DeleteLabelValues(name, verb)
+	}
 }
 
 // reportSync logs and exports the moment the first list completes.
@@ -122,8 +157,9 @@ type connState struct {
 	mu   sync.Mutex
 	down bool
 	err  error
-	// unauthorized is set while the API server answers 401.
-	unauthorized bool
+	// refusal says why the API server refuses our calls (401, 404, ...)
+	// while it does; "" otherwise. A 403 is tracked in denied instead.
+	refusal string
 	// watched is set by the first successful watch.
 	watched bool
 	// denied are the verbs the API server refuses until a call of that
@@ -214,42 +250,66 @@ func (s *connState) report(verb string, err error) {
 		s.watched = true
 	}
 	name := resourceNames[s.kind]
-	switch {
-	case apierrors.IsForbidden(err):
-		s.err = err
-		watchErrors.WithLabelValues(name).Inc()
-		return
-	case apierrors.IsUnauthorized(err):
-		// Reached, but our credentials are refused: say so once, since
-		// "unreachable" would send the operator to the network.
-		s.err = err
-		watchErrors.WithLabelValues(name).Inc()
-		if !s.unauthorized {
-			s.unauthorized = true
-			log.Errorf("%s: the API server rejects this server's credentials (401 Unauthorized): the kubeconfig's token or certificate is wrong or expired", name)
-		}
-		return
-	case err == nil && s.unauthorized:
-		s.unauthorized = false
-		log.Infof("%s: the API server accepts this server's credentials again", name)
-	}
-	switch {
-	case err != nil && !s.down:
-		s.down, s.err = true, err
-		apiReachable.WithLabelValues(name).Set(0)
-		log.Warningf("%s: API server unreachable, serving the last known state: %v", name, err)
-	case err != nil:
-		s.err = err
-	case s.down:
-		s.down = false
-		apiReachable.WithLabelValues(name).Set(1)
-		log.Infof("%s: API server reachable again", name)
-	}
 	if err != nil {
+		s.err = err
 		watchErrors.WithLabelValues(name).Inc()
 	} else {
 		s.err = nil
 	}
+	s.setReachable(err == nil || answered(err), err)
+	s.setRefusal(refusalOf(err), err)
+}
+
+// answered tells whether err is the API server's own reply (a status),
+// as opposed to the server not being reached at all.
+func answered(err error) bool {
+	var status apierrors.APIStatus
+	return errors.As(err, &status)
+}
+
+// refusalOf names what an answered error means for the operator; "" for
+// success, for 403 (reported by deny) and for what is not a refusal.
+func refusalOf(err error) string {
+	switch {
+	case err == nil, apierrors.IsForbidden(err), !answered(err):
+		return ""
+	case apierrors.IsUnauthorized(err):
+		return "the API server rejects this server's credentials (401 Unauthorized): the kubeconfig's token or certificate is wrong or expired"
+	case apierrors.IsNotFound(err):
+		return "the API server does not serve this resource (404 Not Found): is its CustomResourceDefinition installed?"
+	default:
+		return "the API server answers with an error"
+	}
+}
+
+// setReachable logs and exports a change of reachability, once.
+func (s *connState) setReachable(ok bool, err error) {
+	name := resourceNames[s.kind]
+	switch {
+	case !ok && !s.down:
+		s.down = true
+		apiReachable.WithLabelValues(name).Set(0)
+		log.Warningf("%s: API server unreachable, serving the last known state: %v", name, err)
+	case ok && s.down:
+		s.down = false
+		apiReachable.WithLabelValues(name).Set(1)
+		log.Infof("%s: API server reachable again", name)
+	}
+}
+
+// setRefusal logs a refusal once when it starts (or changes), and its end.
+// A 403 neither starts nor ends one: deny reports it.
+func (s *connState) setRefusal(refusal string, err error) {
+	if apierrors.IsForbidden(err) || refusal == s.refusal {
+		return
+	}
+	name := resourceNames[s.kind]
+	if refusal != "" {
+		log.Errorf("%s: %s: %v", name, refusal, err)
+	} else {
+		log.Infof("%s: the API server accepts this server's calls again", name)
+	}
+	s.refusal = refusal
 }
 
 func (s *connState) lastError() error {
@@ -258,6 +318,8 @@ func (s *connState) lastError() error {
 	return s.err
 }
 
+// isContextDone tells whether err is our own cancellation; client-go wraps
+// it (in a *url.Error, say), so it is unwrapped.
 func isContextDone(err error) bool {
-	return err == context.Canceled || err == context.DeadlineExceeded
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
