@@ -346,15 +346,15 @@ func tarMember(t *testing.T, archive []byte, name string) []byte {
 	}
 }
 
-// extractLayerFile writes the regular file name of a layer to a temporary
-// directory, checking that the image would let any user execute it.
-func extractLayerFile(t *testing.T, l v1.Layer, name string) string {
+// layerFile finds name in the layer and returns its header and a reader
+// of its contents, open until the test ends.
+func layerFile(t *testing.T, l v1.Layer, name string) (*tar.Header, io.Reader) {
 	t.Helper()
 	rc, err := l.Uncompressed()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rc.Close()
+	t.Cleanup(func() { rc.Close() })
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
@@ -364,25 +364,32 @@ func extractLayerFile(t *testing.T, l v1.Layer, name string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Name != name {
-			continue
+		if h.Name == name {
+			return h, tr
 		}
-		if h.Typeflag != tar.TypeReg || h.Mode&0o111 != 0o111 {
-			t.Fatalf("%s: type %c mode %o, want a regular file executable by all (the image runs as 65532)", name, h.Typeflag, h.Mode)
-		}
-		path := filepath.Join(t.TempDir(), filepath.Base(name))
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(f, tr); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return path
 	}
+}
+
+// extractLayerFile writes the regular file name of a layer to a temporary
+// directory, checking that the image would let any user execute it.
+func extractLayerFile(t *testing.T, l v1.Layer, name string) string {
+	t.Helper()
+	h, r := layerFile(t, l, name)
+	if h.Typeflag != tar.TypeReg || h.Mode&0o111 != 0o111 {
+		t.Fatalf("%s: type %c mode %o, want a regular file executable by all (the image runs as 65532)", name, h.Typeflag, h.Mode)
+	}
+	path := filepath.Join(t.TempDir(), filepath.Base(name))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // freeLoopbackPort is a loopback port free for both UDP and TCP when asked; the
@@ -408,29 +415,6 @@ func freeLoopbackPort(t *testing.T) int {
 	return 0
 }
 
-// layerHeader returns the tar header of name in the layer.
-func layerHeader(t *testing.T, l v1.Layer, name string) *tar.Header {
-	t.Helper()
-	rc, err := l.Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			t.Fatalf("no %s in the layer", name)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Name == name {
-			return h
-		}
-	}
-}
-
 // TestImageBinaryBindsPort53AsNonRoot: the image's /coredns carries the
 // file capability cap_net_bind_service=+ep (what the pod spec's
 // NET_BIND_SERVICE needs to reach a non-root process), and with it the
@@ -448,7 +432,7 @@ func TestImageBinaryBindsPort53AsNonRoot(t *testing.T) {
 	if err != nil || len(layers) == 0 {
 		t.Fatalf("layers: %v, %v", layers, err)
 	}
-	h := layerHeader(t, layers[0], "coredns")
+	h, _ := layerFile(t, layers[0], "coredns")
 	// struct vfs_cap_data revision 2, effective; permitted = 1<<10 (CAP_NET_BIND_SERVICE).
 	want := string([]byte{0x01, 0, 0, 0x02, 0x00, 0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	capability, ok := h.PAXRecords["SCHILY.xattr.security.capability"]
