@@ -3,8 +3,9 @@ package kubeschema
 import (
 	"sort"
 
-	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
 )
 
 // Transfer implements transfer.Transferer: AXFR of a forward zone from the
@@ -12,31 +13,17 @@ import (
 // (nothing changed); anything else gets the whole zone.
 func (k *Kubeschema) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	snap := k.snap.Load()
-	zi := -1
-	for i, z := range k.Zones {
-		if z == zone {
-			zi = i
-		}
-	}
+	zi := answer.ZoneIndex(k.Zones, zone)
 	if zi < 0 || snap == nil || snap.zones[zi].reverse {
-		return nil, transfer.ErrNotAuthoritative
+		return nil, answer.ErrNotAuthoritative
 	}
 	z := snap.zones[zi]
-	ch := make(chan []dns.RR)
-	go func() {
-		defer close(ch)
-		ch <- []dns.RR{z.soa}
-		if serial != 0 && serial >= z.soa.Serial {
-			return
-		}
-		ch <- z.ns
-		ch <- append(append(append([]dns.RR(nil), z.nsA...), z.nsAAAA...), z.version...)
+	apex := [][]dns.RR{z.ns, append(append(append([]dns.RR(nil), z.nsA...), z.nsAAAA...), z.version...)}
+	return answer.Transfer(z.soa, serial, apex, func(send func([]dns.RR)) {
 		for _, r := range sortedServices(z) {
-			ch <- serviceRRs(r)
+			send(serviceRRs(r))
 		}
-		ch <- []dns.RR{z.soa}
-	}()
-	return ch, nil
+	}), nil
 }
 
 // sortedServices lists the zone's services in the order of their names

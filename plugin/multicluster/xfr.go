@@ -3,8 +3,9 @@ package multicluster
 import (
 	"sort"
 
-	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/plugin/pkg/answer"
 )
 
 // Transfer implements transfer.Transferer: AXFR of a forward zone from the
@@ -12,36 +13,22 @@ import (
 // (nothing changed); anything else gets the whole zone.
 func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	snap := m.snap.Load()
-	zi := -1
-	for i, z := range m.Zones {
-		if z == zone {
-			zi = i
-		}
-	}
+	zi := answer.ZoneIndex(m.Zones, zone)
 	if zi < 0 || snap == nil || snap.zones[zi].reverse {
-		return nil, transfer.ErrNotAuthoritative
+		return nil, answer.ErrNotAuthoritative
 	}
 	z := snap.zones[zi]
-	ch := make(chan []dns.RR)
-	go func() {
-		defer close(ch)
-		ch <- []dns.RR{z.soa}
-		if serial != 0 && serial >= z.soa.Serial {
-			return
-		}
-		ch <- z.ns
-		ch <- append(append(append([]dns.RR(nil), z.nsA...), z.nsAAAA...), z.version...)
+	apex := [][]dns.RR{z.ns, append(append(append([]dns.RR(nil), z.nsA...), z.nsAAAA...), z.version...)}
+	return answer.Transfer(z.soa, serial, apex, func(send func([]dns.RR)) {
 		keys := make([]string, 0, len(z.imports))
 		for key := range z.imports {
 			keys = append(keys, key)
 		}
 		sort.Strings(keys)
 		for _, key := range keys {
-			ch <- importRRs(z.imports[key])
+			send(importRRs(z.imports[key]))
 		}
-		ch <- []dns.RR{z.soa}
-	}()
-	return ch, nil
+	}), nil
 }
 
 // importRRs lists every record of one import, for a transfer.
