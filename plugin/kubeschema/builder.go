@@ -1,7 +1,6 @@
 package kubeschema
 
 import (
-	"context"
 	"maps"
 	"net/netip"
 	"slices"
@@ -35,24 +34,20 @@ type builder struct {
 	dirty map[string]watchcache.Event // by "<ns>/<svc>"
 	// dirtyNamespaces: a namespace's labels changed (namespace_labels).
 	dirtyNamespaces map[string]bool
-	wake            chan struct{}
-	// unsynced takes this instance out of the synced gauge; set once the
-	// first snapshot is published, called after run returns.
-	unsynced func()
 }
 
 func newBuilder(k *Kubeschema, h source) *builder {
-	return &builder{k: k, cache: h, dirty: map[string]watchcache.Event{}, dirtyNamespaces: map[string]bool{}, wake: make(chan struct{}, 1)}
+	return &builder{k: k, cache: h, dirty: map[string]watchcache.Event{}, dirtyNamespaces: map[string]bool{}}
 }
 
-// onEvent is the cache subscription: quick, never blocks.
-func (b *builder) onEvent(ev watchcache.Event) {
+// Mark records a cache event (watchcache.Builder): quick, never blocks.
+func (b *builder) Mark(ev watchcache.Event) bool {
 	b.mu.Lock()
 	switch ev.Kind {
 	case watchcache.Services, watchcache.EndpointSlices:
 		if ev.Name == "" {
 			b.mu.Unlock()
-			return // a slice without a service-name label belongs to no service
+			return false // a slice without a service-name label belongs to no service
 		}
 		key := ev.Namespace + "/" + ev.Name
 		if old, ok := b.dirty[key]; !ok || ev.Changed.Before(old.Changed) {
@@ -61,37 +56,22 @@ func (b *builder) onEvent(ev watchcache.Event) {
 	case watchcache.Namespaces:
 		if b.k.opts.namespaceLabels == nil {
 			b.mu.Unlock()
-			return
+			return false
 		}
 		b.dirtyNamespaces[ev.Namespace] = true
 	default:
 		b.mu.Unlock()
-		return
+		return false
 	}
 	b.mu.Unlock()
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
+	return true
 }
 
-// run publishes the first snapshot once the cache has synced, then keeps
-// it current until ctx ends.
-func (b *builder) run(ctx context.Context, synced func(context.Context) error) {
-	if err := synced(ctx); err != nil {
-		return
-	}
-	b.takeDirty() // the full build covers everything seen so far
+// Publish builds the first snapshot from the synced cache
+// (watchcache.Builder); what was marked before is covered by it.
+func (b *builder) Publish() {
+	b.takeDirty()
 	b.k.snap.Store(b.fullBuild())
-	b.unsynced = syncedInstances.Up()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-b.wake:
-			b.apply()
-		}
-	}
 }
 
 func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
@@ -111,8 +91,8 @@ func (b *builder) fullBuild() *snapshot {
 	return e.s
 }
 
-// apply rebuilds the dirty services into a new snapshot and publishes it.
-func (b *builder) apply() {
+// Apply rebuilds the dirty services into a new snapshot and publishes it.
+func (b *builder) Apply() {
 	dirty, namespaces := b.takeDirty()
 	if len(namespaces) > 0 {
 		for _, svc := range b.cache.Services() {

@@ -32,9 +32,9 @@ func TestApplyMatchesFullBuild(t *testing.T) {
 			if rnd.IntN(4) == 0 {
 				delete(src.services, ns+"/"+name)
 			}
-			b.onEvent(watchcache.Event{Kind: watchcache.Services, Namespace: ns, Name: name, Changed: time.Now()})
+			b.Mark(watchcache.Event{Kind: watchcache.Services, Namespace: ns, Name: name, Changed: time.Now()})
 		}
-		b.apply()
+		b.Apply()
 		if got := dump(before); got != frozen {
 			t.Fatalf("batch %d changed the snapshot published before it", batch)
 		}

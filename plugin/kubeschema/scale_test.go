@@ -126,8 +126,8 @@ func BenchmarkApplyOneChange(b *testing.B) {
 			for b.Loop() {
 				n++
 				ns, name := src.set(b, c.i, 10+n%2)
-				bl.onEvent(watchcache.Event{Kind: watchcache.EndpointSlices, Namespace: ns, Name: name, Changed: time.Now()})
-				bl.apply()
+				bl.Mark(watchcache.Event{Kind: watchcache.EndpointSlices, Namespace: ns, Name: name, Changed: time.Now()})
+				bl.Apply()
 			}
 		})
 	}

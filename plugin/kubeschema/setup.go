@@ -1,7 +1,6 @@
 package kubeschema
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -160,36 +159,17 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 // the first snapshot; after that, serving starts anyway (with SERVFAIL
 // until the cache syncs) and the problem stays in the log.
 func (k *Kubeschema) start() error {
-	h, err := watchcache.Acquire(k.cfg, k.kinds())
+	started, err := watchcache.Consumer{
+		Config: k.cfg, Kinds: k.kinds(), StartupTimeout: k.opts.startupTimeout, Synced: syncedInstances,
+		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(k, h) },
+		Published:  func() bool { return k.snap.Load() != nil },
+	}.Start()
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	k.data = h
-	ctx, cancel := context.WithCancel(context.Background())
-	b := newBuilder(k, h)
-	unsubscribe := h.Subscribe(b.onEvent)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b.run(ctx, func(ctx context.Context) error { return h.WaitForSync(ctx, k.kinds()) })
-	}()
-	k.stop = func() {
-		unsubscribe()
-		cancel()
-		<-done
-		if b.unsynced != nil {
-			b.unsynced()
-		}
-		h.Release()
-	}
-	wait, cancelWait := context.WithTimeout(ctx, k.opts.startupTimeout)
-	defer cancelWait()
-	if err := h.WaitForSync(wait, k.kinds()); err != nil {
-		log.Warningf("starting to serve before the API server answered (startup_timeout %s): %v", k.opts.startupTimeout, err)
-		return nil
-	}
-	for k.snap.Load() == nil && wait.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
+	k.data, k.stop = started.Handle, started.Stop
+	if started.Late != nil {
+		log.Warningf("starting to serve before the API server answered (startup_timeout %s): %v", k.opts.startupTimeout, started.Late)
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package multicluster
 
 import (
 	"cmp"
-	"context"
 	"net/netip"
 	"slices"
 	"sync"
@@ -40,10 +39,6 @@ type builder struct {
 	// dirtyLocal are local services ("<ns>/<name>") whose addresses may
 	// have changed: they decide which import addresses get a PTR record.
 	dirtyLocal map[string]bool
-	wake       chan struct{}
-	// unsynced takes this instance out of the synced gauge; set once the
-	// first snapshot is published, called after run returns.
-	unsynced func()
 
 	// Owned by the goroutine that runs the builder.
 	ptrs ptrIndex
@@ -54,17 +49,17 @@ type builder struct {
 
 func newBuilder(m *Multicluster, c source) *builder {
 	return &builder{m: m, cache: c, dirty: map[string]watchcache.Event{}, dirtyLocal: map[string]bool{},
-		wake: make(chan struct{}, 1), ptrs: newPtrIndex(), problems: map[string][]string{}}
+		ptrs: newPtrIndex(), problems: map[string][]string{}}
 }
 
-// onEvent is the cache subscription: quick, never blocks.
-func (b *builder) onEvent(ev watchcache.Event) {
+// Mark records a cache event (watchcache.Builder): quick, never blocks.
+func (b *builder) Mark(ev watchcache.Event) bool {
 	b.mu.Lock()
 	switch ev.Kind {
 	case watchcache.ServiceImports, watchcache.EndpointSlices, watchcache.Services:
 	default:
 		b.mu.Unlock()
-		return
+		return false
 	}
 	if ev.Import != "" {
 		key := ev.Namespace + "/" + ev.Import
@@ -76,29 +71,14 @@ func (b *builder) onEvent(ev watchcache.Event) {
 		b.dirtyLocal[ev.Namespace+"/"+ev.Name] = true
 	}
 	b.mu.Unlock()
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
+	return true
 }
 
-// run publishes the first snapshot once the cache has synced, then keeps
-// it current until ctx ends.
-func (b *builder) run(ctx context.Context, synced func(context.Context) error) {
-	if err := synced(ctx); err != nil {
-		return
-	}
-	b.takeDirty() // the full build covers everything seen so far
+// Publish builds the first snapshot from the synced cache
+// (watchcache.Builder); what was marked before is covered by it.
+func (b *builder) Publish() {
+	b.takeDirty()
 	b.m.snap.Store(b.fullBuild())
-	b.unsynced = syncedInstances.Up()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-b.wake:
-			b.apply()
-		}
-	}
 }
 
 func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
@@ -125,9 +105,9 @@ func (b *builder) fullBuild() *snapshot {
 	return s
 }
 
-// apply rebuilds the dirty imports, rechecks the addresses whose PTR
+// Apply rebuilds the dirty imports, rechecks the addresses whose PTR
 // record may have changed, and publishes a new snapshot if anything did.
-func (b *builder) apply() {
+func (b *builder) Apply() {
 	dirty, local := b.takeDirty()
 	old := b.m.snap.Load()
 	var next *snapshot

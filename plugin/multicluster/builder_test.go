@@ -40,9 +40,9 @@ func (x *built) event(evs ...watchcache.Event) {
 		if ev.Changed.IsZero() {
 			ev.Changed = time.Now()
 		}
-		x.b.onEvent(ev)
+		x.b.Mark(ev)
 	}
-	x.b.apply()
+	x.b.Apply()
 }
 
 // expect checks the first answer record of name/qtype ("" for none) and

@@ -1,7 +1,6 @@
 package multicluster
 
 import (
-	"context"
 	"strconv"
 	"time"
 
@@ -105,35 +104,17 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 // the first snapshot; after that, serving starts anyway (with SERVFAIL
 // until the cache syncs) and the problem stays in the log.
 func (m *Multicluster) start() error {
-	h, err := watchcache.Acquire(m.cfg, kinds)
+	started, err := watchcache.Consumer{
+		Config: m.cfg, Kinds: kinds, StartupTimeout: m.startupTimeout, Synced: syncedInstances,
+		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(m, h) },
+		Published:  func() bool { return m.snap.Load() != nil },
+	}.Start()
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b := newBuilder(m, h)
-	unsubscribe := h.Subscribe(b.onEvent)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b.run(ctx, func(ctx context.Context) error { return h.WaitForSync(ctx, kinds) })
-	}()
-	m.stop = func() {
-		unsubscribe()
-		cancel()
-		<-done
-		if b.unsynced != nil {
-			b.unsynced()
-		}
-		h.Release()
-	}
-	wait, cancelWait := context.WithTimeout(ctx, m.startupTimeout)
-	defer cancelWait()
-	if err := h.WaitForSync(wait, kinds); err != nil {
-		log.Warningf("starting to serve before the API server answered (startup_timeout %s): %v", m.startupTimeout, err)
-		return nil
-	}
-	for m.snap.Load() == nil && wait.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
+	m.stop = started.Stop
+	if started.Late != nil {
+		log.Warningf("starting to serve before the API server answered (startup_timeout %s): %v", m.startupTimeout, started.Late)
 	}
 	return nil
 }

@@ -1,0 +1,110 @@
+package watchcache
+
+import (
+	"context"
+	"time"
+)
+
+// Builder keeps a plugin instance's precomputed answers current with the
+// cache. One goroutine calls Publish and Apply; Mark is called from the
+// cache's event delivery.
+type Builder interface {
+	// Mark records a change, quickly and without blocking, and reports
+	// whether it needs a rebuild.
+	Mark(Event) bool
+	// Publish builds everything from the synced cache and publishes it.
+	Publish()
+	// Apply rebuilds what Mark recorded and publishes the result.
+	Apply()
+}
+
+// Consumer is how a plugin instance uses the shared cache: acquire it for
+// Kinds, feed its events to a Builder, publish a first snapshot once the
+// cache has synced and keep it current, and count the instance in Synced
+// while it serves.
+type Consumer struct {
+	Config Config
+	Kinds  Kind
+	// StartupTimeout bounds how long Start waits for the first snapshot.
+	StartupTimeout time.Duration
+	// Synced counts the instances serving a synced snapshot.
+	Synced *InstanceGauge
+	// NewBuilder makes the instance's builder over the acquired cache.
+	NewBuilder func(*Handle) Builder
+	// Published tells whether the first snapshot is out.
+	Published func() bool
+}
+
+// Started is a running consumer.
+type Started struct {
+	Handle *Handle
+	// Stop ends the build loop, takes the instance out of Synced and
+	// releases the cache; for the plugin's OnShutdown.
+	Stop func()
+	// Late is the reason the first snapshot was not published within the
+	// startup timeout (the cache's sync error), nil otherwise: serving starts anyway (with SERVFAIL until the
+	// cache syncs), and the plugin should say why in its log.
+	Late error
+}
+
+// Start runs the consumer and waits up to StartupTimeout for its first
+// snapshot. An error means the cache could not be acquired at all.
+func (c Consumer) Start() (*Started, error) {
+	h, err := Acquire(c.Config, c.Kinds)
+	if err != nil {
+		return nil, err
+	}
+	b := c.NewBuilder(h)
+	wake := make(chan struct{}, 1)
+	unsubscribe := h.Subscribe(func(ev Event) {
+		if b.Mark(ev) {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var down func() // set by the loop once it has published
+	go func() {
+		defer close(done)
+		if err := h.WaitForSync(ctx, c.Kinds); err != nil {
+			return
+		}
+		b.Publish()
+		down = c.Synced.Up()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+				b.Apply()
+			}
+		}
+	}()
+	s := &Started{Handle: h, Stop: func() {
+		unsubscribe()
+		cancel()
+		<-done
+		if down != nil {
+			down()
+		}
+		h.Release()
+	}}
+	s.Late = c.waitPublished(ctx, h)
+	return s, nil
+}
+
+// waitPublished waits for the first snapshot, up to the startup timeout.
+func (c Consumer) waitPublished(ctx context.Context, h *Handle) error {
+	wait, cancel := context.WithTimeout(ctx, c.StartupTimeout)
+	defer cancel()
+	if err := h.WaitForSync(wait, c.Kinds); err != nil {
+		return err
+	}
+	for !c.Published() && wait.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
