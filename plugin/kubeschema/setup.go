@@ -2,7 +2,6 @@ package kubeschema
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +19,6 @@ func init() { plugin.Register(pluginName, setup) }
 // Defaults, as in CoreDNS's kubernetes plugin.
 const (
 	defaultTTL            = 5
-	maxTTL                = 3600
 	defaultStartupTimeout = 5 * time.Second
 )
 
@@ -117,14 +115,11 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 		}
 		k.opts.endpointPodNames = true
 	case "ttl":
-		if err := need(1, 1); err != nil {
+		ttl, err := watchcache.ParseTTL(c, args)
+		if err != nil {
 			return err
 		}
-		ttl, err := strconv.Atoi(args[0])
-		if err != nil || ttl < 0 || ttl > maxTTL {
-			return c.Errf("ttl must be a whole number of seconds from 0 to %d, got %q", maxTTL, args[0])
-		}
-		k.opts.ttl = uint32(ttl)
+		k.opts.ttl = ttl
 	case "noendpoints":
 		if err := need(0, 0); err != nil {
 			return err
@@ -141,12 +136,9 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 	case "fallthrough":
 		k.Fall.SetZonesFromArgs(args)
 	case "startup_timeout":
-		if err := need(1, 1); err != nil {
+		d, err := watchcache.ParseStartupTimeout(c, args)
+		if err != nil {
 			return err
-		}
-		d, err := time.ParseDuration(args[0])
-		if err != nil || d < 0 {
-			return c.Errf("startup_timeout: %q is not a duration", args[0])
 		}
 		k.opts.startupTimeout = d
 	default:

@@ -1,7 +1,6 @@
 package multicluster
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/coredns/caddy"
@@ -17,7 +16,6 @@ func init() { plugin.Register(pluginName, setup) }
 const (
 	defaultZone           = "clusterset.local."
 	defaultTTL            = 5
-	maxTTL                = 3600
 	defaultStartupTimeout = 5 * time.Second
 )
 
@@ -63,34 +61,22 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 func (m *Multicluster) parseOption(c *caddy.Controller) error {
 	opt := c.Val()
 	args := c.RemainingArgs()
-	need := func(min, max int) error {
-		if len(args) < min || (max >= 0 && len(args) > max) {
-			return c.ArgErr()
-		}
-		return nil
-	}
 	if ok, err := watchcache.ParseConnectionOption(c, opt, args, &m.cfg); ok {
 		return err
 	}
 	switch opt {
 	case "ttl":
-		if err := need(1, 1); err != nil {
+		ttl, err := watchcache.ParseTTL(c, args)
+		if err != nil {
 			return err
 		}
-		ttl, err := strconv.Atoi(args[0])
-		if err != nil || ttl < 0 || ttl > maxTTL {
-			return c.Errf("ttl must be a whole number of seconds from 0 to %d, got %q", maxTTL, args[0])
-		}
-		m.ttl = uint32(ttl)
+		m.ttl = ttl
 	case "fallthrough":
 		m.Fall.SetZonesFromArgs(args)
 	case "startup_timeout":
-		if err := need(1, 1); err != nil {
+		d, err := watchcache.ParseStartupTimeout(c, args)
+		if err != nil {
 			return err
-		}
-		d, err := time.ParseDuration(args[0])
-		if err != nil || d < 0 {
-			return c.Errf("startup_timeout: %q is not a duration", args[0])
 		}
 		m.startupTimeout = d
 	default:
