@@ -161,21 +161,20 @@ func TestDeployDryRun(t *testing.T) {
 	podYAML, _ := examplePod(t)
 	for _, tree := range append(deployTrees, "example-pod.yaml") {
 		t.Run(strings.ReplaceAll(tree, "/", "_"), func(t *testing.T) {
-			var r rendered
-			if tree == "example-pod.yaml" {
-				r = rendered{yaml: podYAML, objects: []*unstructured.Unstructured{{}}}
-			} else {
-				r = renderDeploy(t, tree)
+			manifests, objects := podYAML, 1
+			if tree != "example-pod.yaml" {
+				r := renderDeploy(t, tree)
+				manifests, objects = r.yaml, len(r.objects)
 			}
 			cmd := exec.Command(kubectl, "--kubeconfig", c.Kubeconfig, "apply", "--dry-run=server", "-f", "-")
-			cmd.Stdin = bytes.NewReader(r.yaml)
+			cmd.Stdin = bytes.NewReader(manifests)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("kubectl apply --dry-run=server deploy/%s: %v\n%s", tree, err, out)
 			}
 			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			if len(lines) != len(r.objects) {
-				t.Errorf("%d objects rendered, %d applied:\n%s", len(r.objects), len(lines), out)
+			if len(lines) != objects {
+				t.Errorf("%d objects rendered, %d applied:\n%s", objects, len(lines), out)
 			}
 			for _, l := range lines {
 				if !strings.HasSuffix(l, "(server dry run)") {

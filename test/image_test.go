@@ -194,18 +194,9 @@ func TestImageBinaryServes(t *testing.T) {
 	}
 
 	dnsPort, readyPort := freeLoopbackPort(t), freeLoopbackPort(t)
-	cf := filepath.Join(t.TempDir(), "Corefile")
 	corefile := fmt.Sprintf(".:%d {\n    bind 127.0.0.1\n    whoami\n    ready 127.0.0.1:%d\n}\n", dnsPort, readyPort)
-	if err := os.WriteFile(cf, []byte(corefile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var log bytes.Buffer
-	cmd := exec.Command(bin, "-conf", cf)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	log := &coreDNSProcess{}
+	runCorefile(t, bin, corefile, log)
 
 	addr := fmt.Sprintf("127.0.0.1:%d", dnsPort)
 	var r *dns.Msg
@@ -226,7 +217,7 @@ func TestImageBinaryServes(t *testing.T) {
 		return err == nil
 	})
 	if r.Rcode != dns.RcodeSuccess || !r.Authoritative {
-		t.Errorf("rcode %s, authoritative %v; want NOERROR, authoritative\nlog:\n%s", dns.RcodeToString[r.Rcode], r.Authoritative, log.String())
+		t.Errorf("rcode %s, authoritative %v; want NOERROR, authoritative\nlog:\n%s", dns.RcodeToString[r.Rcode], r.Authoritative, log.log())
 	}
 	// whoami answers with the client's address and port.
 	port := local.(*net.UDPAddr).Port
@@ -327,23 +318,12 @@ func imageDigest(t *testing.T, tb []byte) v1.Hash {
 // tarMember returns the contents of the regular file name in a tar archive.
 func tarMember(t *testing.T, archive []byte, name string) []byte {
 	t.Helper()
-	tr := tar.NewReader(bytes.NewReader(archive))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			t.Fatalf("no %s in the tarball", name)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Name == name {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
+	_, r := findInTar(t, bytes.NewReader(archive), name, "the tarball")
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return b
 }
 
 // layerFile finds name in the layer and returns its header and a reader
@@ -355,11 +335,18 @@ func layerFile(t *testing.T, l v1.Layer, name string) (*tar.Header, io.Reader) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rc.Close() })
-	tr := tar.NewReader(rc)
+	return findInTar(t, rc, name, "the layer")
+}
+
+// findInTar reads the tar stream r up to name (in where, for the failure)
+// and returns its header and a reader of its contents.
+func findInTar(t *testing.T, r io.Reader, name, where string) (*tar.Header, io.Reader) {
+	t.Helper()
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			t.Fatalf("no %s in the layer", name)
+			t.Fatalf("no %s in %s", name, where)
 		}
 		if err != nil {
 			t.Fatal(err)
