@@ -111,7 +111,7 @@ func (k *Kubeschema) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	}
 	snap := k.snap.Load()
 	if snap == nil {
-		requests.WithLabelValues("not_synced").Inc()
+		replies.NotSynced.Inc()
 		return dns.RcodeServerFailure, errNotSynced
 	}
 	lower := strings.ToLower(q.Name)
@@ -123,7 +123,7 @@ func (k *Kubeschema) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	}
 	ans := k.lookup(ctx, snap, snap.zones[zi], lower, rest, q.Qtype, w, r, 0)
 	if ans.rcode == dns.RcodeNameError && k.Fall.Through(q.Name) {
-		requests.WithLabelValues("fallthrough").Inc()
+		replies.Fallthrough.Inc()
 		return plugin.NextOrFailure(pluginName, k.Next, ctx, w, r)
 	}
 	return k.write(w, r, lower, ans)
@@ -158,7 +158,7 @@ func (k *Kubeschema) write(w dns.ResponseWriter, r *dns.Msg, lower string, ans r
 func (k *Kubeschema) refuse(w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	m := new(dns.Msg)
 	m.SetRcode(r, dns.RcodeRefused)
-	requests.WithLabelValues("refused").Inc()
+	replies.Refused.Inc()
 	return dns.RcodeRefused, w.WriteMsg(m)
 }
 

@@ -78,13 +78,13 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	}
 	snap := m.snap.Load()
 	if snap == nil {
-		requests.WithLabelValues("not_synced").Inc()
+		replies.NotSynced.Inc()
 		return dns.RcodeServerFailure, errNotSynced
 	}
 	lower := strings.ToLower(q.Name)
 	res := lookup(snap, snap.zones[zi], lower, q.Qtype)
 	if res.rcode == dns.RcodeNameError && m.Fall.Through(q.Name) {
-		requests.WithLabelValues("fallthrough").Inc()
+		replies.Fallthrough.Inc()
 		return plugin.NextOrFailure(pluginName, m.Next, ctx, w, r)
 	}
 	reply := answer.Reply(r, lower, res.rcode, res.answer, res.extra, res.zone.negative)
@@ -111,7 +111,7 @@ func (m *Multicluster) zoneIndex(name string) int {
 func (m *Multicluster) refuse(w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	reply := new(dns.Msg)
 	reply.SetRcode(r, dns.RcodeRefused)
-	requests.WithLabelValues("refused").Inc()
+	replies.Refused.Inc()
 	return dns.RcodeRefused, w.WriteMsg(reply)
 }
 

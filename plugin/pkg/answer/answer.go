@@ -122,12 +122,18 @@ func Result(rcode, answers int) string {
 // sixth of a cached answer's time.
 type Counters struct {
 	success, nodata, nxdomain, failed prometheus.Counter
+	// The outcomes that are not a reply of ours: passed to the next
+	// plugin, refused (no next plugin for a name outside our zones), or
+	// SERVFAIL before the cache has synced.
+	Fallthrough, Refused, NotSynced prometheus.Counter
 }
 
 // NewCounters takes vec's children, vec having the one label "result".
 func NewCounters(vec *prometheus.CounterVec) *Counters {
 	return &Counters{success: vec.WithLabelValues("success"), nodata: vec.WithLabelValues("nodata"),
-		nxdomain: vec.WithLabelValues("nxdomain"), failed: vec.WithLabelValues("error")}
+		nxdomain: vec.WithLabelValues("nxdomain"), failed: vec.WithLabelValues("error"),
+		Fallthrough: vec.WithLabelValues("fallthrough"), Refused: vec.WithLabelValues("refused"),
+		NotSynced: vec.WithLabelValues("not_synced")}
 }
 
 // Count counts one reply, by Result.
