@@ -1,14 +1,13 @@
 package kubeschema
 
 import (
-	"maps"
 	"net/netip"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/schemadns/schemadns/plugin/pkg/answer"
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -71,7 +70,7 @@ func (b *builder) Mark(ev watchcache.Event) bool {
 // (watchcache.Builder); what was marked before is covered by it.
 func (b *builder) Publish() {
 	b.takeDirty()
-	b.k.snap.Store(b.fullBuild())
+	b.k.Publish(b.fullBuild())
 }
 
 func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
@@ -83,12 +82,12 @@ func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
 }
 
 // fullBuild computes a snapshot from everything in the cache.
-func (b *builder) fullBuild() *snapshot {
-	e := newEdit(b.k.emptySnapshot(answer.NextSerial(0)), true)
+func (b *builder) fullBuild() *dnszone.Snapshot {
+	e := dnszone.NewEdit(dnszone.NextSerial(0))
 	for _, svc := range b.cache.Services() {
-		b.put(e, svc.Namespace(), svc.Name(), svc)
+		b.put(e, svc.Namespace(), svc)
 	}
-	return e.s
+	return e.Done()
 }
 
 // Apply rebuilds the dirty services into a new snapshot and publishes it.
@@ -107,13 +106,15 @@ func (b *builder) Apply() {
 	if len(dirty) == 0 {
 		return
 	}
-	old := b.k.snap.Load()
-	e := newEdit(old.clone(answer.NextSerial(old.serial)), false)
+	old := b.k.Snapshot()
+	e := old.Edit(dnszone.NextSerial(old.Serial()))
 	for _, ev := range dirty {
-		e.remove(ev.Namespace, ev.Name)
-		b.put(e, ev.Namespace, ev.Name, b.cache.Service(ev.Namespace, ev.Name))
+		if prev := e.Remove(ev.Name + "." + ev.Namespace); prev != nil {
+			e.RemovePTRs(prev)
+		}
+		b.put(e, ev.Namespace, b.cache.Service(ev.Namespace, ev.Name))
 	}
-	b.k.snap.Store(e.s)
+	b.k.Publish(e.Done())
 	for _, ev := range dirty {
 		kind := watchcache.KindHeadlessWithoutSelector
 		if svc := b.cache.Service(ev.Namespace, ev.Name); svc != nil {
@@ -123,30 +124,26 @@ func (b *builder) Apply() {
 	}
 }
 
-// put adds svc's records (if it is served) to every zone of e.
-func (b *builder) put(e *edit, ns, name string, svc *watchcache.Service) {
+// put adds svc's facts and PTR entries, if it is served and has a name.
+func (b *builder) put(e *dnszone.Edit, ns string, svc *watchcache.Service) {
 	if svc == nil || !b.k.serves(b.cache, ns) {
 		return
 	}
-	in := b.input(svc)
-	ptrDone := false
-	for zi, z := range e.s.zones {
-		if z.reverse {
-			continue
-		}
-		r := buildService(in, z.origin, b.k.opts.ttl, &b.k.opts)
-		if r == nil {
-			continue
-		}
-		e.namespace(zi, ns)[name] = r
-		if !ptrDone {
-			ptrDone = true
-			for ip, p := range ptrRecords(ns+"/"+name, r, b.k.opts.ttl) {
-				sh := e.ptrShard(ip)
-				sh[ip] = append(sh[ip], p)
-			}
-		}
+	facts := buildService(b.input(svc), &b.k.opts)
+	if facts == nil {
+		return
 	}
+	e.Put(facts)
+	e.AddPTRs(facts)
+}
+
+// buildInput is one service with its served endpoints.
+type buildInput struct {
+	svc       *watchcache.Service
+	endpoints []watchcache.EndpointAddr
+	// ports of the endpoints by "<name>/<proto>", from the slices: for a
+	// headless service clients connect to these, not to the service port.
+	slicePorts map[string]int32
 }
 
 // input gathers a service's served endpoints from its slices.
@@ -160,6 +157,9 @@ func (b *builder) input(svc *watchcache.Service) buildInput {
 	}
 	slices := b.cache.SlicesForService(svc.Namespace(), svc.Name())
 	in.endpoints = watchcache.ServedEndpoints(slices, svc.PublishNotReady, nil)
+	if svc.Kind == watchcache.KindClusterIP {
+		return in // only whether any endpoint is ready matters
+	}
 	in.slicePorts = map[string]int32{}
 	for _, s := range slices {
 		for _, p := range s.Ports {
@@ -171,105 +171,66 @@ func (b *builder) input(svc *watchcache.Service) buildInput {
 	return in
 }
 
-// clone is a new snapshot with serial that shares s's maps; change it
-// through an edit, which copies what it changes.
-func (s *snapshot) clone(serial uint32) *snapshot {
-	n := &snapshot{ptr: s.ptr, serial: serial}
-	for _, z := range s.zones {
-		nz := *z
-		nz.services = maps.Clone(z.services)
-		nz.soa = answer.WithSerial(z.soa, serial)
-		nz.negative = []dns.RR{nz.soa}
-		n.zones = append(n.zones, &nz)
-	}
-	return n
-}
-
-// edit changes a snapshot that is not published yet, copying each inner
-// map (one namespace of one zone, one PTR shard) before its first change:
-// the maps are shared with the published snapshot, which queries read
-// without a lock. A batch thus costs what it touches.
-type edit struct {
-	s *snapshot
-	// all: every map of s is new (a full build), nothing to copy.
-	all bool
-	// copiedNS (by zone index) and copiedPTR are what this edit copied.
-	copiedNS  []map[string]bool
-	copiedPTR [ptrShards]bool
-}
-
-func newEdit(s *snapshot, all bool) *edit {
-	e := &edit{s: s, all: all, copiedNS: make([]map[string]bool, len(s.zones))}
-	for i := range e.copiedNS {
-		e.copiedNS[i] = map[string]bool{}
-	}
-	return e
-}
-
-// namespace is the services map of namespace ns in zone zi, ready to
-// change; created when the namespace has none.
-func (e *edit) namespace(zi int, ns string) map[string]*serviceRecords {
-	z := e.s.zones[zi]
-	m := z.services[ns]
-	if !e.all && !e.copiedNS[zi][ns] {
-		e.copiedNS[zi][ns] = true
-		m = maps.Clone(m)
-	}
-	if m == nil {
-		m = map[string]*serviceRecords{}
-	}
-	z.services[ns] = m
-	return m
-}
-
-// ptrShard is the PTR shard of ip, ready to change.
-func (e *edit) ptrShard(ip netip.Addr) map[netip.Addr][]ptrRecord {
-	i := ptrShard(ip)
-	m := e.s.ptr[i]
-	if !e.all && !e.copiedPTR[i] {
-		e.copiedPTR[i] = true
-		m = maps.Clone(m)
-	}
-	if m == nil {
-		m = map[netip.Addr][]ptrRecord{}
-	}
-	e.s.ptr[i] = m
-	return m
-}
-
-// remove drops the service ns/name from every zone and its PTR records,
-// which are found from its records in the first zone that has it (every
-// forward zone has the same addresses).
-func (e *edit) remove(ns, name string) {
-	var had *serviceRecords
-	for zi, z := range e.s.zones {
-		r := z.services[ns][name]
-		if r == nil {
-			continue
+// buildService computes the facts of in; nil when the service has no
+// name in DNS.
+func buildService(in buildInput, o *options) *dnszone.Service {
+	svc := in.svc
+	key := svc.Name() + "." + svc.Namespace()
+	switch svc.Kind {
+	case watchcache.KindExternalName:
+		if svc.ExternalName == "" {
+			return nil
 		}
-		if had == nil {
-			had = r
+		return dnszone.NewAlias(key, dns.Fqdn(svc.ExternalName))
+	case watchcache.KindClusterIP:
+		if o.ignoreEmptyService && len(in.endpoints) == 0 {
+			return nil
 		}
-		m := e.namespace(zi, ns)
-		delete(m, name)
-		if len(m) == 0 {
-			delete(z.services, ns)
-		}
+		return dnszone.NewVirtual(key, svc.ClusterIPs, ports(svc.Ports, nil))
 	}
-	if had == nil {
-		return
+	if len(in.endpoints) == 0 {
+		return nil // headless without ready endpoints: NXDOMAIN (schema 1.0.1)
 	}
-	key := ns + "/" + name
-	forPTR(had, func(rr dns.RR) {
-		ip := answer.AddrOf(rr)
-		sh := e.ptrShard(ip)
-		kept := slices.DeleteFunc(slices.Clone(sh[ip]), func(p ptrRecord) bool { return p.service == key })
-		if len(kept) == 0 {
-			delete(sh, ip)
-		} else {
-			sh[ip] = kept
+	eps := make([]dnszone.Endpoint, 0, len(in.endpoints))
+	for _, ep := range in.endpoints {
+		host := endpointHostname(ep, o.endpointPodNames)
+		named := dnsname.IsLabel(host)
+		if !named {
+			log.Warningf("endpoint %s of %s: hostname %q is not a DNS label, skipped", ep.Addr, key, host)
 		}
-	})
+		if host == dnsname.Dashed(ep.Addr) {
+			host = "" // derived again when needed: not kept in memory
+		}
+		eps = append(eps, dnszone.NewEndpoint(ep.Addr, host, 0, named))
+	}
+	return dnszone.NewHeadless(key, eps, ports(svc.Ports, in.slicePorts), nil)
+}
+
+// ports are a service's ports for SRV records; a headless service's
+// clients connect to its endpoints' port numbers (slicePorts) when the
+// slices have them.
+func ports(ps []watchcache.Port, slicePorts map[string]int32) []dnszone.Port {
+	out := make([]dnszone.Port, 0, len(ps))
+	for _, p := range ps {
+		number := p.Port
+		if n, ok := slicePorts[p.Name+"/"+p.Protocol]; ok {
+			number = n
+		}
+		out = append(out, dnszone.Port{Name: p.Name, Proto: p.Protocol, Number: uint16(number)})
+	}
+	return out
+}
+
+// endpointHostname is the schema's hostname of an endpoint: its hostname
+// field, else (endpoint_pod_names) its pod's name, else its dashed address.
+func endpointHostname(ep watchcache.EndpointAddr, podNames bool) string {
+	switch {
+	case ep.Hostname != "":
+		return ep.Hostname
+	case podNames && ep.PodName != "":
+		return ep.PodName
+	}
+	return dnsname.Dashed(ep.Addr)
 }
 
 // serves tells whether services of namespace ns are visible: the

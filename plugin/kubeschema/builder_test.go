@@ -3,11 +3,13 @@ package kubeschema
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -21,11 +23,11 @@ func TestApplyMatchesFullBuild(t *testing.T) {
 	src := scaleFixture(t, n)
 	k := scalePlugin(src)
 	b := newBuilder(k, src)
-	k.snap.Store(b.fullBuild())
+	k.Publish(b.fullBuild())
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for batch := range 40 {
-		before := k.snap.Load()
-		frozen := dump(before)
+		before := k.Snapshot()
+		frozen := dump(k, before)
 		for range 1 + rnd.IntN(8) {
 			i := rnd.IntN(n)
 			ns, name := src.set(t, i, rnd.IntN(12))
@@ -35,40 +37,33 @@ func TestApplyMatchesFullBuild(t *testing.T) {
 			b.Mark(watchcache.Event{Kind: watchcache.Services, Namespace: ns, Name: name, Changed: time.Now()})
 		}
 		b.Apply()
-		if got := dump(before); got != frozen {
+		if got := dump(k, before); got != frozen {
 			t.Fatalf("batch %d changed the snapshot published before it", batch)
 		}
-		if got, want := dump(k.snap.Load()), dump(newBuilder(k, src).fullBuild()); got != want {
+		if got, want := dump(k, k.Snapshot()), dump(k, newBuilder(k, src).fullBuild()); got != want {
 			t.Fatalf("batch %d: snapshot differs from a full build:\n%s", batch, firstDiff(got, want))
 		}
 	}
 }
 
-// dump writes every record of s, in a stable order.
-func dump(s *snapshot) string {
+// dump writes every record of s, in a stable order: each service's
+// records in every forward zone, and the PTR index.
+func dump(k *Kubeschema, s *dnszone.Snapshot) string {
 	var lines []string
-	for _, z := range s.zones {
-		for ns, m := range z.services {
-			if len(m) == 0 {
-				lines = append(lines, "empty namespace map "+ns)
-			}
+	for _, zone := range k.Zones {
+		if dnszone.IsReverse(zone) {
+			continue
 		}
-		for _, r := range sortedServices(z) {
-			for _, rr := range serviceRRs(r) {
-				lines = append(lines, z.origin+" "+rr.String())
+		for _, svc := range s.Services() {
+			for _, rr := range k.Records(svc, zone) {
+				lines = append(lines, zone+" "+rr.String())
 			}
 		}
 	}
-	for i, shard := range s.ptr {
-		for ip, recs := range shard {
-			if ptrShard(ip) != i {
-				lines = append(lines, fmt.Sprintf("%s in shard %d", ip, i))
-			}
-			for _, p := range recs {
-				lines = append(lines, p.service+" "+p.rr.String())
-			}
-		}
-	}
+	s.PTRs(k.Zones[0], func(addr netip.Addr, target string) {
+		lines = append(lines, fmt.Sprintf("PTR %s %s", addr, target))
+	})
+	lines = append(lines, fmt.Sprintf("services %d", s.Len()))
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
 }

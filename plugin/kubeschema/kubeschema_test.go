@@ -12,17 +12,16 @@ import (
 
 func newTestPlugin(t testing.TB, mutate func(*options)) *Kubeschema {
 	t.Helper()
-	k := &Kubeschema{
-		Zones:   []string{"cluster.local.", "in-addr.arpa.", "ip6.arpa."},
-		opts:    options{ttl: 5, pods: podsInsecure},
-		nsAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
-	}
+	k := newKubeschema()
+	k.Zones = []string{"cluster.local.", "in-addr.arpa.", "ip6.arpa."}
+	k.NSAddrs = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	k.opts.pods = podsInsecure
 	if mutate != nil {
 		mutate(&k.opts)
 	}
 	src := fixture(t)
 	k.data = src
-	k.snap.Store(newBuilder(k, src).fullBuild())
+	k.Publish(newBuilder(k, src).fullBuild())
 	return k
 }
 
@@ -145,7 +144,7 @@ func TestOutOfZone(t *testing.T) {
 }
 
 // TestRotation: a multi-record answer starts one record further on each
-// response, and the shared records are not reordered.
+// response, and the stored endpoints are not reordered.
 func TestRotation(t *testing.T) {
 	k := newTestPlugin(t, nil)
 	firsts := map[string]bool{}
@@ -162,8 +161,7 @@ func TestRotation(t *testing.T) {
 	if len(firsts) != 2 {
 		t.Errorf("first records over 4 answers: %v, want both addresses", firsts)
 	}
-	shared := k.snap.Load().zones[0].services["ns1"]["db"].a
-	if shared[0].(*dns.A).A.String() != "10.1.0.1" {
-		t.Errorf("shared records were reordered: %v", shared)
+	if first := k.Snapshot().Service("db.ns1").Endpoints()[0].Addr().String(); first != "10.1.0.1" {
+		t.Errorf("the stored endpoints were reordered: first is %s", first)
 	}
 }

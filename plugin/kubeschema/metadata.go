@@ -7,42 +7,44 @@ import (
 
 	"github.com/coredns/coredns/plugin/metadata"
 	"github.com/coredns/coredns/request"
-	"github.com/schemadns/schemadns/plugin/pkg/answer"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 )
 
 // Metadata implements metadata.Provider: what the query name means under
 // the schema (kubeschema/kind, namespace, service, endpoint, port-name,
 // protocol) and, with `pods verified`, which pod asked
-// (kubeschema/client-namespace, client-pod-name). Values are computed only
-// when a consumer (log, acl, ...) asks for them.
+// (kubeschema/client-namespace, client-pod-name). The name is parsed when
+// the query comes; the values are handed out as they are.
 func (k *Kubeschema) Metadata(ctx context.Context, state request.Request) context.Context {
 	if k.opts.pods == podsVerified && k.data != nil {
 		k.clientMetadata(ctx, state.IP())
 	}
-	zi, _ := k.zoneIndex(state.Name())
-	if zi < 0 || answer.IsReverse(k.Zones[zi]) {
+	zi, _ := k.ZoneIndex(state.Name())
+	if zi < 0 || dnszone.IsReverse(k.Zones[zi]) {
 		return ctx
 	}
 	rest, _ := dnsname.TrimZone(strings.ToLower(state.Name()), k.Zones[zi])
-	p := parseName(rest)
-	kind := ""
-	switch p.kind {
-	case nameService, nameHost, nameProto, namePort, nameNamespace:
+	p := dnszone.ParseName(rest)
+	kind, namespace := "", p.Namespace
+	switch p.Kind {
+	case dnszone.NameService, dnszone.NameHost, dnszone.NameProto, dnszone.NamePort, dnszone.NameNamespace:
 		kind = "svc"
-	case namePod, namePodNS:
-		kind = "pod"
+	case dnszone.NameOther:
+		if pod := parsePod(p.Labels); p.Top == "pod" && (pod.kind == namePod || pod.kind == namePodNS) {
+			kind, namespace = "pod", pod.namespace
+		}
 	}
 	set := func(key, value string) {
 		metadata.SetValueFunc(ctx, pluginName+"/"+key, func() string { return value })
 	}
 	set("kind", kind)
-	set("namespace", p.namespace)
-	set("service", p.service)
-	set("endpoint", p.host)
-	port, _ := splitFromRight(p.port)
+	set("namespace", namespace)
+	set("service", p.Service)
+	set("endpoint", p.Host)
+	port, _ := dnszone.SplitLast(p.Port)
 	set("port-name", strings.TrimPrefix(port, "_"))
-	set("protocol", strings.TrimPrefix(p.proto, "_"))
+	set("protocol", strings.TrimPrefix(p.Proto, "_"))
 	return ctx
 }
 

@@ -4,7 +4,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-	"github.com/schemadns/schemadns/plugin/pkg/answer"
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -25,7 +25,7 @@ var (
 )
 
 // replies counts the answers ServeDNS writes (requests by result).
-var replies = answer.NewCounters(requests)
+var replies = dnszone.NewCounters(requests)
 
 // syncedInstances keeps syncedGauge at 1 while any instance serves a synced snapshot (reload-safe).
 var syncedInstances = watchcache.NewInstanceGauge(syncedGauge)

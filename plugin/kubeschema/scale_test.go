@@ -77,9 +77,10 @@ func (s *scaleSource) set(tb testing.TB, i, endpoints int) (ns, name string) {
 }
 
 func scalePlugin(src source) *Kubeschema {
-	k := &Kubeschema{Zones: []string{"cluster.local.", "in-addr.arpa.", "ip6.arpa."}, data: src,
-		nsAddrs: []netip.Addr{netip.MustParseAddr("10.96.0.10")}}
-	k.opts.ttl = 5
+	k := newKubeschema()
+	k.Zones = []string{"cluster.local.", "in-addr.arpa.", "ip6.arpa."}
+	k.NSAddrs = []netip.Addr{netip.MustParseAddr("10.96.0.10")}
+	k.data = src
 	return k
 }
 
@@ -92,7 +93,7 @@ func liveHeap() uint64 {
 }
 
 // BenchmarkSnapshotHeap reports the heap of a full snapshot at 10k
-// services (the precomputed records, without the cache's objects):
+// services (the service facts and PTR index, without the cache's objects):
 //
 //	go test -run '^$' -bench SnapshotHeap -benchtime 1x ./plugin/kubeschema
 func BenchmarkSnapshotHeap(b *testing.B) {
@@ -116,7 +117,7 @@ func BenchmarkApplyOneChange(b *testing.B) {
 	src := scaleFixture(b, 10000)
 	k := scalePlugin(src)
 	bl := newBuilder(k, src)
-	k.snap.Store(bl.fullBuild())
+	k.Publish(bl.fullBuild())
 	for _, c := range []struct {
 		name string
 		i    int

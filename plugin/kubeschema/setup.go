@@ -1,7 +1,6 @@
 package kubeschema
 
 import (
-	"errors"
 	"strings"
 	"time"
 
@@ -9,7 +8,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
-	"github.com/schemadns/schemadns/plugin/pkg/answer"
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -22,15 +21,14 @@ const (
 	defaultStartupTimeout = 5 * time.Second
 )
 
-var errNotSynced = errors.New("kubeschema: the cache has not synced with the API server yet")
-
 func setup(c *caddy.Controller) error {
 	k, err := parse(c)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
 	k.upstream = upstream.New()
-	k.nsAddrs = answer.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
+	k.NSAddrs = dnszone.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
+	dnszone.InstallCompression(dnsserver.GetConfig(c))
 	c.OnStartup(k.start)
 	c.OnShutdown(k.shutdown)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
@@ -40,14 +38,22 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
+// newKubeschema is a handler with the default options.
+func newKubeschema() *Kubeschema {
+	k := &Kubeschema{opts: options{startupTimeout: defaultStartupTimeout}}
+	k.Plugin, k.TTL, k.Version, k.Replies = pluginName, defaultTTL, SchemaVersion, replies
+	k.Schema = k
+	return k
+}
+
 // parse reads one kubeschema stanza.
 func parse(c *caddy.Controller) (*Kubeschema, error) {
-	k := &Kubeschema{opts: options{ttl: defaultTTL, startupTimeout: defaultStartupTimeout}}
+	k := newKubeschema()
 	for i := 0; c.Next(); i++ {
 		if i > 0 {
 			return nil, c.Err("kubeschema can be used only once per server block")
 		}
-		zones, err := answer.Zones(c.RemainingArgs(), c.ServerBlockKeys)
+		zones, err := dnszone.ParseZones(c.RemainingArgs(), c.ServerBlockKeys)
 		if err != nil {
 			return nil, c.Errf("%v", err)
 		}
@@ -119,7 +125,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 		if err != nil {
 			return err
 		}
-		k.opts.ttl = ttl
+		k.TTL = ttl
 	case "noendpoints":
 		if err := need(0, 0); err != nil {
 			return err
@@ -154,7 +160,7 @@ func (k *Kubeschema) start() error {
 	started, err := watchcache.Consumer{
 		Config: k.cfg, Kinds: k.kinds(), StartupTimeout: k.opts.startupTimeout, Synced: syncedInstances,
 		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(k, h) },
-		Published:  func() bool { return k.snap.Load() != nil },
+		Published:  func() bool { return k.Snapshot() != nil },
 	}.Start()
 	if err != nil {
 		return plugin.Error(pluginName, err)

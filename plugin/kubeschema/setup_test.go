@@ -35,7 +35,7 @@ func TestParseOptions(t *testing.T) {
 		t.Errorf("zones = %q", got)
 	}
 	o := k.opts
-	if o.ttl != 30 || o.pods != podsVerified || !o.endpointPodNames || !o.ignoreEmptyService || o.startupTimeout != 2*time.Second ||
+	if k.TTL != 30 || o.pods != podsVerified || !o.endpointPodNames || !o.ignoreEmptyService || o.startupTimeout != 2*time.Second ||
 		!o.namespaces["a"] || !o.namespaces["b"] || o.namespaceLabels == nil || k.cfg.LabelSelector != "app=web" || k.cfg.Context != "x" {
 		t.Errorf("options = %+v cfg = %+v", o, k.cfg)
 	}
@@ -49,7 +49,7 @@ func TestParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k.opts.ttl != defaultTTL || k.opts.pods != podsDisabled || k.opts.startupTimeout != defaultStartupTimeout {
+	if k.TTL != defaultTTL || k.opts.pods != podsDisabled || k.opts.startupTimeout != defaultStartupTimeout {
 		t.Errorf("defaults = %+v", k.opts)
 	}
 }

@@ -6,8 +6,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/miekg/dns"
-	"github.com/schemadns/schemadns/plugin/pkg/answer"
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -78,7 +77,7 @@ func (b *builder) Mark(ev watchcache.Event) bool {
 // (watchcache.Builder); what was marked before is covered by it.
 func (b *builder) Publish() {
 	b.takeDirty()
-	b.m.snap.Store(b.fullBuild())
+	b.m.Publish(b.fullBuild())
 }
 
 func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
@@ -90,75 +89,60 @@ func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
 }
 
 // fullBuild computes a snapshot from everything in the cache.
-func (b *builder) fullBuild() *snapshot {
-	s := b.m.emptySnapshot(answer.NextSerial(0))
+func (b *builder) fullBuild() *dnszone.Snapshot {
+	e := dnszone.NewEdit(dnszone.NextSerial(0))
 	b.ptrs = newPtrIndex()
 	b.ptrs.local.load(b.cache)
 	for _, imp := range b.cache.ServiceImports() {
-		b.put(s, imp.Namespace(), imp.Name(), imp)
+		b.put(e, imp.Namespace(), imp.Name(), imp)
 	}
 	for ip := range b.ptrs.candidates {
 		if p := b.ptrs.served(ip); p != nil {
-			s.ptr[ip] = p
+			e.AddPTR(ip, p.svc, p.ep)
 		}
 	}
-	return s
+	return e.Done()
 }
 
 // Apply rebuilds the dirty imports, rechecks the addresses whose PTR
 // record may have changed, and publishes a new snapshot if anything did.
 func (b *builder) Apply() {
 	dirty, local := b.takeDirty()
-	old := b.m.snap.Load()
-	var next *snapshot
+	old := b.m.Snapshot()
+	var e *dnszone.Edit
+	edit := func() *dnszone.Edit {
+		if e == nil {
+			e = old.Edit(dnszone.NextSerial(old.Serial()))
+		}
+		return e
+	}
 	affected := map[netip.Addr]bool{}
-	if len(dirty) > 0 {
-		next = old.clone(answer.NextSerial(old.serial))
-		b.rebuild(next, dirty, affected)
+	for key, ev := range dirty {
+		edit().Remove(ev.Import + "." + ev.Namespace)
+		mark(affected, b.ptrs.drop(key))
+		mark(affected, b.put(edit(), ev.Namespace, ev.Import, b.cache.ServiceImport(ev.Namespace, ev.Import)))
 	}
 	for key := range local {
 		mark(affected, b.ptrs.reclaim(b.cache, key))
 	}
-	changes := b.ptrChanges(old, affected)
-	if next == nil && len(changes) == 0 {
-		return // a local change that concerns no import
-	}
-	if next == nil {
-		next = old.clone(answer.NextSerial(old.serial))
-	}
-	for ip, p := range changes {
-		if p == nil {
-			delete(next.ptr, ip)
-		} else {
-			next.ptr[ip] = p
+	for ip := range affected {
+		p := b.ptrs.served(ip)
+		svc, ep := old.PTROwner(ip)
+		if p != nil && p.svc == svc && p.ep == ep || p == nil && svc == nil {
+			continue
+		}
+		edit().ClearPTR(ip, nil)
+		if p != nil {
+			edit().AddPTR(ip, p.svc, p.ep)
 		}
 	}
-	b.m.snap.Store(next)
+	if e == nil {
+		return // a local change that concerns no import
+	}
+	b.m.Publish(e.Done())
 	for _, ev := range dirty {
 		observeProgrammed(b.kindOf(old, ev), ev)
 	}
-}
-
-// rebuild replaces the dirty imports' records in next and their PTR
-// candidates, marking the addresses concerned.
-func (b *builder) rebuild(next *snapshot, dirty map[string]watchcache.Event, affected map[netip.Addr]bool) {
-	for key, ev := range dirty {
-		next.remove(key)
-		mark(affected, b.ptrs.drop(key))
-		mark(affected, b.put(next, ev.Namespace, ev.Import, b.cache.ServiceImport(ev.Namespace, ev.Import)))
-	}
-}
-
-// ptrChanges are the affected addresses whose served PTR record differs
-// from old's (nil: none any more).
-func (b *builder) ptrChanges(old *snapshot, affected map[netip.Addr]bool) map[netip.Addr]*dns.PTR {
-	changes := map[netip.Addr]*dns.PTR{}
-	for ip := range affected {
-		if p := b.ptrs.served(ip); p != old.ptr[ip] {
-			changes[ip] = p
-		}
-	}
-	return changes
 }
 
 func mark(set map[netip.Addr]bool, ips []netip.Addr) {
@@ -169,14 +153,12 @@ func mark(set map[netip.Addr]bool, ips []netip.Addr) {
 
 // kindOf is the kind of the import an event belongs to; for a deleted
 // import, the kind it had.
-func (b *builder) kindOf(old *snapshot, ev watchcache.Event) watchcache.ServiceKind {
+func (b *builder) kindOf(old *dnszone.Snapshot, ev watchcache.Event) watchcache.ServiceKind {
 	if imp := b.cache.ServiceImport(ev.Namespace, ev.Import); imp != nil {
 		return importKind(imp)
 	}
-	for _, z := range old.zones {
-		if r := z.imports[ev.Import+"."+ev.Namespace]; r != nil {
-			return r.kind
-		}
+	if svc := old.Service(ev.Import + "." + ev.Namespace); svc != nil && svc.Kind() == dnszone.Headless {
+		return watchcache.KindMulticlusterHeadless
 	}
 	return watchcache.KindClusterSetIP
 }
@@ -188,9 +170,9 @@ func importKind(imp *watchcache.ServiceImport) watchcache.ServiceKind {
 	return watchcache.KindClusterSetIP
 }
 
-// put adds imp's records (if it has any) to every forward zone of s and
-// its PTR candidates to the index; it returns the candidate addresses.
-func (b *builder) put(s *snapshot, ns, name string, imp *watchcache.ServiceImport) []netip.Addr {
+// put adds imp's facts (if it has a name) to e and its PTR candidates to
+// the index; it returns the candidate addresses.
+func (b *builder) put(e *dnszone.Edit, ns, name string, imp *watchcache.ServiceImport) []netip.Addr {
 	key := ns + "/" + name
 	if imp == nil {
 		b.report(key, nil)
@@ -198,24 +180,15 @@ func (b *builder) put(s *snapshot, ns, name string, imp *watchcache.ServiceImpor
 	}
 	in := newInput(imp, b.cache.SlicesForImport(ns, name))
 	b.report(key, in.problems)
+	svc := buildImport(in)
+	if svc == nil {
+		return nil
+	}
+	e.Put(svc)
 	var added []netip.Addr
-	first := true
-	for _, z := range s.zones {
-		if z.reverse {
-			continue
-		}
-		r := buildImport(in, z.origin, b.m.ttl)
-		if r == nil {
-			continue
-		}
-		z.add(ns, name, r)
-		if first {
-			first = false
-			for ip, p := range ptrRecords(key, r, b.m.ttl) {
-				b.ptrs.add(ip, p)
-				added = append(added, ip)
-			}
-		}
+	for ip, p := range ptrRecords(key, svc, b.m.forwardZone()) {
+		b.ptrs.add(ip, p)
+		added = append(added, ip)
 	}
 	return added
 }
@@ -258,7 +231,7 @@ func newPtrIndex() ptrIndex {
 // add makes p a candidate for ip.
 func (x *ptrIndex) add(ip netip.Addr, p ptrRecord) {
 	recs := append(x.candidates[ip], p)
-	slices.SortFunc(recs, func(a, b ptrRecord) int { return cmp.Compare(a.rr.Ptr, b.rr.Ptr) })
+	slices.SortFunc(recs, func(a, b ptrRecord) int { return cmp.Compare(a.target, b.target) })
 	x.candidates[ip] = recs
 	x.owned[p.imp] = append(x.owned[p.imp], ip)
 }
@@ -289,10 +262,10 @@ func (x *ptrIndex) reclaim(c source, key string) []netip.Addr {
 
 // served is the PTR record ip gets now: the first candidate, unless this
 // cluster names ip itself or no import has it.
-func (x *ptrIndex) served(ip netip.Addr) *dns.PTR {
+func (x *ptrIndex) served(ip netip.Addr) *ptrRecord {
 	recs := x.candidates[ip]
 	if len(recs) == 0 || x.local.claimed(ip) {
 		return nil
 	}
-	return recs[0].rr
+	return &recs[0]
 }

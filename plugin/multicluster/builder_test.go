@@ -27,10 +27,11 @@ type built struct {
 }
 
 func newBuilt(t *testing.T) *built {
-	m := &Multicluster{Zones: []string{"clusterset.local.", "in-addr.arpa."}, ttl: 5}
+	m := newMulticluster()
+	m.Zones = []string{"clusterset.local.", "in-addr.arpa."}
 	src := fixture(t)
 	b := newBuilder(m, src)
-	m.snap.Store(b.fullBuild())
+	m.Publish(b.fullBuild())
 	return &built{t: t, m: m, b: b, src: src}
 }
 
@@ -83,10 +84,10 @@ func TestMulticlusterLocalNamesWin(t *testing.T) {
 	x.expect(webPTR, dns.TypePTR, dns.RcodeSuccess, "web.ns1.svc.clusterset.local.")
 	x.expect(dummyPTR, dns.TypePTR, dns.RcodeNameError, "")
 
-	before := x.m.snap.Load()
+	before := x.m.Snapshot()
 	x.src.add(t, localService("ns3", "unrelated", "10.96.0.7"))
 	x.event(svcEvent("ns3", "unrelated"))
-	if x.m.snap.Load() != before {
+	if x.m.Snapshot() != before {
 		t.Error("a local service unrelated to any import published a new snapshot")
 	}
 
@@ -116,7 +117,7 @@ func TestMulticlusterLocalNamesWin(t *testing.T) {
 func TestMulticlusterImportChanges(t *testing.T) {
 	x := newBuilt(t)
 	setBefore, headlessBefore := sampleCount(watchcache.KindClusterSetIP), sampleCount(watchcache.KindMulticlusterHeadless)
-	serial := x.m.snap.Load().serial
+	serial := x.m.Snapshot().Serial()
 
 	x.src.add(t, clusterSetIP("ns1", "web", []string{"10.42.0.30"}, port("http", corev1.ProtocolTCP, 80)))
 	x.event(importEvent("ns1", "web"))
@@ -124,7 +125,7 @@ func TestMulticlusterImportChanges(t *testing.T) {
 	x.expect("web.ns1.svc.clusterset.local.", dns.TypeAAAA, dns.RcodeSuccess, "")
 	x.expect("10.0.42.10.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, "")
 	x.expect("30.0.42.10.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess, "web.ns1.svc.clusterset.local.")
-	if got := x.m.snap.Load().serial; got <= serial {
+	if got := x.m.Snapshot().Serial(); got <= serial {
 		t.Errorf("serial %d after a change, was %d", got, serial)
 	}
 

@@ -8,16 +8,15 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 )
 
 func newTestPlugin(t testing.TB, src source) *Multicluster {
 	t.Helper()
-	m := &Multicluster{
-		Zones:   []string{"clusterset.local.", "in-addr.arpa.", "ip6.arpa."},
-		ttl:     5,
-		nsAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.1")},
-	}
-	m.snap.Store(newBuilder(m, src).fullBuild())
+	m := newMulticluster()
+	m.Zones = []string{"clusterset.local.", "in-addr.arpa.", "ip6.arpa."}
+	m.NSAddrs = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	m.Publish(newBuilder(m, src).fullBuild())
 	return m
 }
 
@@ -175,7 +174,8 @@ func TestMulticlusterNotOurs(t *testing.T) {
 	if rcode, _ := m.ServeDNS(context.Background(), w, test.Case{Qname: "web.ns1.svc.cluster.local.", Qtype: dns.TypeA}.Msg()); rcode != dns.RcodeRefused {
 		t.Errorf("cluster.local name: rcode %s, want REFUSED", dns.RcodeToString[rcode])
 	}
-	fresh := &Multicluster{Zones: []string{"clusterset.local."}}
+	fresh := newMulticluster()
+	fresh.Zones = []string{"clusterset.local."}
 	if rcode, err := fresh.ServeDNS(context.Background(), w, test.Case{Qname: "web.ns1.svc.clusterset.local.", Qtype: dns.TypeA}.Msg()); rcode != dns.RcodeServerFailure || err == nil {
 		t.Errorf("before the first sync: rcode %s, error %v; want SERVFAIL with an error", dns.RcodeToString[rcode], err)
 	}
@@ -197,11 +197,11 @@ func TestMulticlusterRotation(t *testing.T) {
 
 // TestMulticlusterReady: ready once a snapshot is served.
 func TestMulticlusterReady(t *testing.T) {
-	m := &Multicluster{Zones: []string{"clusterset.local."}}
+	m := newMulticluster()
 	if m.Ready() {
 		t.Error("ready before the first snapshot")
 	}
-	m.snap.Store(m.emptySnapshot(1))
+	m.Publish(dnszone.NewEdit(1).Done())
 	if !m.Ready() {
 		t.Error("not ready with a snapshot")
 	}

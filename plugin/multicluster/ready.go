@@ -2,4 +2,4 @@ package multicluster
 
 // Ready implements ready.Readiness: ready once the first snapshot from a
 // synced cache is being served.
-func (m *Multicluster) Ready() bool { return m.snap.Load() != nil }
+func (m *Multicluster) Ready() bool { return m.Server.Ready() }

@@ -1,74 +1,14 @@
 package multicluster
 
 import (
-	"cmp"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
-	"sync/atomic"
 
-	"github.com/miekg/dns"
-	"github.com/schemadns/schemadns/plugin/pkg/answer"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
-
-// snapshot is everything the query path reads. It is immutable once
-// published; a change builds a new one (sharing the untouched parts) and
-// swaps it in atomically, so queries never lock.
-type snapshot struct {
-	// zones are every zone served, in the order of Multicluster.Zones.
-	zones []*zoneData
-	// ptr is the one PTR record served for each address: an import's
-	// address that this cluster does not already name (see ptrIndex).
-	ptr map[netip.Addr]*dns.PTR
-	// serial of the SOA: changes whenever the data does.
-	serial uint32
-}
-
-// zoneData is one zone's records.
-type zoneData struct {
-	origin string // "clusterset.local."
-	// reverse zones (in-addr.arpa, ip6.arpa) answer PTR from snapshot.ptr.
-	reverse bool
-	soa     *dns.SOA
-	// negative is the Authority section of a negative answer: the SOA,
-	// made once per snapshot so NXDOMAIN and NODATA allocate no slice.
-	negative []dns.RR
-	ns       []dns.RR
-	// nsA and nsAAAA are the address records of ns.dns.<zone>.
-	nsA, nsAAAA []dns.RR
-	version     []dns.RR
-	// imports by "<svc>.<ns>"; only imports that exist in DNS (a headless
-	// import without ready endpoints does not).
-	imports map[string]*importRecords
-	// namespaces counts the imports of each namespace: <ns>.svc.<zone>
-	// exists (as an empty non-terminal) while it is above zero.
-	namespaces map[string]int
-}
-
-// importRecords are the precomputed answers of one import in one zone.
-type importRecords struct {
-	kind     watchcache.ServiceKind
-	a, aaaa  []dns.RR
-	srv      []dns.RR // SRV of the bare service name: every named port
-	srvExtra []dns.RR
-	ports    map[string]*portRecords // "_http._tcp"
-	protos   map[string]bool         // "_tcp"
-	// hosts of a headless import by "<hostname>.<clusterid>".
-	hosts map[string]*hostRecords
-	// turn rotates multi-record answers between responses.
-	turn atomic.Uint32
-}
-
-type portRecords struct {
-	srv, extra []dns.RR
-}
-
-type hostRecords struct {
-	a, aaaa []dns.RR
-}
 
 // importInput is one import with what its records are made from, after
 // the bad-input rules have been applied.
@@ -183,72 +123,86 @@ func protocol(p string) string {
 	return p
 }
 
-// buildImport computes the records of in for zone origin with ttl; nil when
-// the import has no name in DNS.
-func buildImport(in importInput, origin string, ttl uint32) *importRecords {
+// buildImport computes the facts of in; nil when the import has no name
+// in DNS.
+func buildImport(in importInput) *dnszone.Service {
 	imp := in.imp
-	name := imp.Name() + "." + imp.Namespace() + ".svc." + origin
+	key := imp.Name() + "." + imp.Namespace()
 	if !imp.Headless {
 		if len(imp.IPs) == 0 {
 			return nil
 		}
-		r := &importRecords{kind: watchcache.KindClusterSetIP}
-		r.a, r.aaaa = answer.AddrRecords(name, imp.IPs, ttl)
-		r.addPorts(imp.Ports, name, ttl, []target{{name: name, a: r.a, aaaa: r.aaaa}}, nil)
-		return r
+		return dnszone.NewVirtual(key, imp.IPs, ports(imp.Ports))
 	}
 	if len(in.endpoints) == 0 {
 		return nil // no ready endpoint in any cluster: NXDOMAIN
 	}
-	r := &importRecords{kind: watchcache.KindMulticlusterHeadless}
-	addrs := make([]netip.Addr, 0, len(in.endpoints))
+	g := newGroups(imp.Ports, in.slicePorts)
+	eps := make([]dnszone.Endpoint, 0, len(in.endpoints))
 	for _, ep := range in.endpoints {
-		addrs = append(addrs, ep.Addr)
-	}
-	r.a, r.aaaa = answer.AddrRecords(name, addrs, ttl)
-	r.addPorts(imp.Ports, name, ttl, r.addHosts(in.endpoints, name, ttl), in.slicePorts)
-	return r
-}
-
-// target is one SRV target name, its address records and the slice its
-// port numbers come from ("" for the import's own ports).
-type target struct {
-	name    string
-	a, aaaa []dns.RR
-	slice   string
-}
-
-// addHosts builds <hostname>.<clusterid>.<svc>... for each endpoint and
-// returns the SRV targets, one per hostname and cluster, in name order.
-func (r *importRecords) addHosts(eps []watchcache.EndpointAddr, svcName string, ttl uint32) []target {
-	r.hosts = map[string]*hostRecords{}
-	slice := map[string]string{}
-	for _, ep := range eps {
 		host := hostname(ep)
-		if !dnsname.IsLabel(host) {
-			log.Warningf("endpoint %s of %s: hostname %q is not a DNS label, it has no name of its own", ep.Addr, svcName, host)
-			continue
+		named := dnsname.IsLabel(host)
+		if !named {
+			log.Warningf("endpoint %s of %s: hostname %q is not a DNS label, it has no name of its own", ep.Addr, key, host)
 		}
-		key := host + "." + ep.Cluster
-		h := r.hosts[key]
-		if h == nil {
-			h = &hostRecords{}
-			r.hosts[key] = h
-			slice[key] = ep.Slice
+		if ep.Hostname == "" {
+			host = "" // the dashed address: derived again when needed
 		}
-		owner := key + "." + svcName
-		if ep.Addr.Is4() {
-			h.a = append(h.a, &dns.A{Hdr: answer.Hdr(owner, dns.TypeA, ttl), A: ep.Addr.AsSlice()})
-		} else {
-			h.aaaa = append(h.aaaa, &dns.AAAA{Hdr: answer.Hdr(owner, dns.TypeAAAA, ttl), AAAA: ep.Addr.AsSlice()})
+		eps = append(eps, dnszone.NewEndpoint(ep.Addr, host, g.of(ep), named))
+	}
+	return dnszone.NewHeadless(key, eps, ports(imp.Ports), g.list)
+}
+
+// ports are an import's ports for SRV records (TCP when the import does
+// not say).
+func ports(ps []watchcache.Port) []dnszone.Port {
+	out := make([]dnszone.Port, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, dnszone.Port{Name: p.Name, Proto: protocol(p.Protocol), Number: uint16(p.Port)})
+	}
+	return out
+}
+
+// groups are the endpoint groups of a headless import: a host name is
+// "<hostname>.<clusterid>", and an SRV target's port numbers are those of
+// its slice's ports of the same name and protocol, when the slice has
+// them. Slices of one cluster with the same numbers share a group.
+type groups struct {
+	ports      []watchcache.Port
+	slicePorts map[string]map[string]int32
+	list       []dnszone.Group
+	bySig      map[string]uint8
+}
+
+func newGroups(ports []watchcache.Port, slicePorts map[string]map[string]int32) *groups {
+	return &groups{ports: ports, slicePorts: slicePorts, bySig: map[string]uint8{}}
+}
+
+// of is the group of ep, added when new. Past 256 groups (a cluster of
+// many slices whose port numbers all differ) the cluster's first group
+// stands in: the host names stay right, the port numbers may not.
+func (g *groups) of(ep watchcache.EndpointAddr) uint8 {
+	suffix := "." + ep.Cluster
+	numbers := make([]uint16, len(g.ports))
+	for i, p := range g.ports {
+		if n, ok := g.slicePorts[ep.Slice][p.Name+"/"+protocol(p.Protocol)]; ok {
+			numbers[i] = uint16(n)
 		}
 	}
-	targets := make([]target, 0, len(r.hosts))
-	for key, h := range r.hosts {
-		targets = append(targets, target{name: key + "." + svcName, a: h.a, aaaa: h.aaaa, slice: slice[key]})
+	sig := fmt.Sprint(suffix, numbers)
+	if i, ok := g.bySig[sig]; ok {
+		return i
 	}
-	slices.SortFunc(targets, func(a, b target) int { return cmp.Compare(a.name, b.name) })
-	return targets
+	if len(g.list) == 256 {
+		return g.bySig[suffix]
+	}
+	i := uint8(len(g.list))
+	g.list = append(g.list, dnszone.Group{Suffix: suffix, Ports: numbers})
+	g.bySig[sig] = i
+	if _, ok := g.bySig[suffix]; !ok {
+		g.bySig[suffix] = i
+	}
+	return i
 }
 
 // hostname is the specification's hostname of an endpoint: its hostname
@@ -261,69 +215,30 @@ func hostname(ep watchcache.EndpointAddr) string {
 	return dnsname.Dashed(ep.Addr)
 }
 
-// addPorts builds the SRV records: one per named port and target. Unnamed
-// ports have no SRV record (the specification says so). A headless
-// target's port number is that of its slice's port of the same name and
-// protocol, when the slice has one.
-func (r *importRecords) addPorts(ports []watchcache.Port, svcName string, ttl uint32, targets []target, slicePorts map[string]map[string]int32) {
-	r.ports, r.protos = map[string]*portRecords{}, map[string]bool{}
-	if len(targets) == 0 {
-		return
-	}
-	weight := uint16(max(1, 100/len(targets)))
-	for _, p := range ports {
-		proto := protocol(p.Protocol)
-		if p.Name == "" || !dnsname.IsLabel(p.Name) || !dnsname.IsLabel(proto) {
+// ptrRecord is one candidate PTR record: endpoint ep of an import's facts
+// (the import's own name for a ClusterSetIP), and the name it points to.
+type ptrRecord struct {
+	imp    string // "<ns>/<name>"
+	svc    *dnszone.Service
+	ep     int
+	target string
+}
+
+// ptrRecords are the PTR records an import would give under zone: each
+// clusterset IP to the service name, each named headless endpoint to its
+// host name.
+func ptrRecords(key string, svc *dnszone.Service, zone string) map[netip.Addr]ptrRecord {
+	out := map[netip.Addr]ptrRecord{}
+	name := dnszone.ServiceName(svc, zone)
+	for i, e := range svc.Endpoints() {
+		target := svc.HostName(i, name)
+		switch {
+		case svc.Kind() == dnszone.Virtual:
+			target = name
+		case target == "":
 			continue
 		}
-		key := "_" + p.Name + "._" + proto
-		if r.ports[key] != nil {
-			continue // a repeated port: the first one stands
-		}
-		pr := &portRecords{}
-		for _, t := range targets {
-			number := p.Port
-			if n, ok := slicePorts[t.slice][p.Name+"/"+proto]; ok {
-				number = n
-			}
-			pr.srv = append(pr.srv, &dns.SRV{Hdr: answer.Hdr(key+"."+svcName, dns.TypeSRV, ttl), Weight: weight, Port: uint16(number), Target: t.name})
-			pr.extra = append(append(pr.extra, t.a...), t.aaaa...)
-		}
-		r.ports[key] = pr
-		r.protos["_"+proto] = true
-		r.srv = append(r.srv, pr.srv...)
-	}
-	if len(r.srv) > 0 {
-		for _, t := range targets {
-			r.srvExtra = append(append(r.srvExtra, t.a...), t.aaaa...)
-		}
-	}
-}
-
-// ptrRecord is one candidate PTR record, with the import it came from.
-type ptrRecord struct {
-	imp string // "<ns>/<name>"
-	rr  *dns.PTR
-}
-
-// ptrRecords are the PTR records an import would give: each clusterset IP
-// to the service name, each named headless endpoint to its host name.
-func ptrRecords(key string, r *importRecords, ttl uint32) map[netip.Addr]ptrRecord {
-	out := map[netip.Addr]ptrRecord{}
-	add := func(rrs []dns.RR) {
-		for _, rr := range rrs {
-			ip := answer.AddrOf(rr)
-			out[ip] = ptrRecord{imp: key, rr: &dns.PTR{Hdr: answer.Hdr(dnsname.ReverseName(ip), dns.TypePTR, ttl), Ptr: rr.Header().Name}}
-		}
-	}
-	if r.kind == watchcache.KindClusterSetIP {
-		add(r.a)
-		add(r.aaaa)
-		return out
-	}
-	for _, h := range r.hosts {
-		add(h.a)
-		add(h.aaaa)
+		out[e.Addr()] = ptrRecord{imp: key, svc: svc, ep: i, target: target}
 	}
 	return out
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
-	"github.com/schemadns/schemadns/plugin/pkg/answer"
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -24,7 +24,8 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	m.nsAddrs = answer.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
+	m.NSAddrs = dnszone.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
+	dnszone.InstallCompression(dnsserver.GetConfig(c))
 	c.OnStartup(m.start)
 	c.OnShutdown(m.shutdown)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
@@ -34,14 +35,22 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
+// newMulticluster is a handler with the default options.
+func newMulticluster() *Multicluster {
+	m := &Multicluster{startupTimeout: defaultStartupTimeout}
+	m.Plugin, m.TTL, m.Version, m.Replies = pluginName, defaultTTL, SchemaVersion, replies
+	m.Schema = m
+	return m
+}
+
 // parse reads one multicluster stanza.
 func parse(c *caddy.Controller) (*Multicluster, error) {
-	m := &Multicluster{ttl: defaultTTL, startupTimeout: defaultStartupTimeout}
+	m := newMulticluster()
 	for i := 0; c.Next(); i++ {
 		if i > 0 {
 			return nil, c.Err("multicluster can be used only once per server block")
 		}
-		zones, err := answer.Zones(c.RemainingArgs(), []string{defaultZone})
+		zones, err := dnszone.ParseZones(c.RemainingArgs(), []string{defaultZone})
 		if err != nil {
 			return nil, c.Errf("%v", err)
 		}
@@ -70,7 +79,7 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 		if err != nil {
 			return err
 		}
-		m.ttl = ttl
+		m.TTL = ttl
 	case "fallthrough":
 		m.Fall.SetZonesFromArgs(args)
 	case "startup_timeout":
@@ -93,7 +102,7 @@ func (m *Multicluster) start() error {
 	started, err := watchcache.Consumer{
 		Config: m.cfg, Kinds: kinds, StartupTimeout: m.startupTimeout, Synced: syncedInstances,
 		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(m, h) },
-		Published:  func() bool { return m.snap.Load() != nil },
+		Published:  func() bool { return m.Snapshot() != nil },
 	}.Start()
 	if err != nil {
 		return plugin.Error(pluginName, err)

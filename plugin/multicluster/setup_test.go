@@ -29,8 +29,8 @@ func TestMulticlusterParseOptions(t *testing.T) {
 	if got := strings.Join(m.Zones, " "); got != "clusterset.local. 42.10.in-addr.arpa. ip6.arpa." {
 		t.Errorf("zones = %q", got)
 	}
-	if m.ttl != 30 || m.startupTimeout != 2*time.Second || m.cfg.Kubeconfig != kc || m.cfg.Context != "x" || m.cfg.Endpoint != "https://10.0.0.1:6443" {
-		t.Errorf("options: ttl %d, startup_timeout %s, cfg %+v", m.ttl, m.startupTimeout, m.cfg)
+	if m.TTL != 30 || m.startupTimeout != 2*time.Second || m.cfg.Kubeconfig != kc || m.cfg.Context != "x" || m.cfg.Endpoint != "https://10.0.0.1:6443" {
+		t.Errorf("options: ttl %d, startup_timeout %s, cfg %+v", m.TTL, m.startupTimeout, m.cfg)
 	}
 	if !m.Fall.Through("1.0.42.10.in-addr.arpa.") || m.Fall.Through("x.clusterset.local.") {
 		t.Error("fallthrough zones not applied")
@@ -46,8 +46,8 @@ func TestMulticlusterParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(m.Zones, " ") != "clusterset.local." || m.ttl != defaultTTL || m.startupTimeout != defaultStartupTimeout || m.Fall.Zones != nil {
-		t.Errorf("defaults: zones %v, ttl %d, startup_timeout %s, fallthrough %v", m.Zones, m.ttl, m.startupTimeout, m.Fall.Zones)
+	if strings.Join(m.Zones, " ") != "clusterset.local." || m.TTL != defaultTTL || m.startupTimeout != defaultStartupTimeout || m.Fall.Zones != nil {
+		t.Errorf("defaults: zones %v, ttl %d, startup_timeout %s, fallthrough %v", m.Zones, m.TTL, m.startupTimeout, m.Fall.Zones)
 	}
 }
 

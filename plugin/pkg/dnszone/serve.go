@@ -1,0 +1,321 @@
+package dnszone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
+)
+
+// Schema is what a plugin adds to the common grammar.
+type Schema interface {
+	// Other answers a name the common grammar leaves to the schema
+	// (NameOther), in q's zone.
+	Other(q *Query, n Name) Result
+	// Follow answers the target of an alias that is outside the served
+	// zones, through the server's chain; ok false leaves the CNAME alone.
+	Follow(q *Query, target string) (res Result, ok bool)
+}
+
+// Server is the query path of a schema plugin: zone match, REFUSED for
+// names outside its zones with nothing after it, SERVFAIL before the first
+// snapshot, fallthrough on NXDOMAIN, the answers of the common grammar, and
+// the reply.
+type Server struct {
+	// Plugin names the plugin, for errors.
+	Plugin string
+	// Zones are every zone served, forward and reverse, lower case.
+	Zones []string
+	Fall  fall.F
+	Next  plugin.Handler
+	// TTL of every record.
+	TTL uint32
+	// NSAddrs are the addresses of ns.dns.<zone>: where the server listens.
+	NSAddrs []netip.Addr
+	// Version is the schema version dns-version.<zone> answers.
+	Version string
+	Schema  Schema
+	Replies *Counters
+
+	snap atomic.Pointer[Snapshot]
+}
+
+// ErrNotSynced is ServeDNS's error before the first snapshot.
+var ErrNotSynced = errors.New("the cache has not synced with the API server yet")
+
+// Publish makes s the snapshot queries read.
+func (srv *Server) Publish(s *Snapshot) { srv.snap.Store(s) }
+
+// Snapshot is the snapshot queries read now; nil before the first.
+func (srv *Server) Snapshot() *Snapshot { return srv.snap.Load() }
+
+// Ready implements ready.Readiness: ready once the first snapshot from a
+// synced cache is being served.
+func (srv *Server) Ready() bool { return srv.snap.Load() != nil }
+
+// Query is one question being answered.
+type Query struct {
+	Ctx context.Context
+	W   dns.ResponseWriter
+	Req *dns.Msg
+	// Snap is the snapshot the whole answer is read from.
+	Snap *Snapshot
+	// Zone is the index in Zones of the question's zone.
+	Zone  int
+	Qtype uint16
+	// Owner is the owner of the records of the name asked: the question's
+	// name as asked (0x20 case randomisation), or a CNAME target.
+	Owner string
+	// Lower is the name in lower case.
+	Lower string
+	depth int
+	r     *reply
+}
+
+// Result is what a lookup found. The Authority section (the zone's SOA
+// for a negative answer) is added by the reply.
+type Result struct {
+	Rcode         int
+	Answer, Extra []dns.RR
+}
+
+// NXDomain is the negative answer for a name that does not exist.
+var NXDomain = Result{Rcode: dns.RcodeNameError}
+
+// reply is a response, its query and the storage of its most common
+// records, so that a one-record answer and a negative answer take one
+// allocation.
+type reply struct {
+	q   Query
+	msg dns.Msg
+	one [1]dns.RR
+	a   dns.A
+	ns  [1]dns.RR
+	soa dns.SOA
+}
+
+// ServeDNS implements plugin.Handler's method for the plugin.
+func (srv *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	if len(r.Question) != 1 {
+		return plugin.NextOrFailure(srv.Plugin, srv.Next, ctx, w, r)
+	}
+	question := r.Question[0]
+	zi, restLen := srv.ZoneIndex(question.Name)
+	if zi < 0 {
+		if srv.Next == nil {
+			return srv.refuse(w, r)
+		}
+		return plugin.NextOrFailure(srv.Plugin, srv.Next, ctx, w, r)
+	}
+	snap := srv.snap.Load()
+	if snap == nil {
+		srv.Replies.NotSynced.Inc()
+		return dns.RcodeServerFailure, fmt.Errorf("%s: %w", srv.Plugin, ErrNotSynced)
+	}
+	lower := strings.ToLower(question.Name)
+	rest := lower[:min(restLen, len(lower))]
+	if len(lower) != len(question.Name) { // lower-casing changed the length (not ASCII)
+		rest, _ = dnsname.TrimZone(lower, srv.Zones[zi])
+	}
+	rp := &reply{}
+	rp.q = Query{Ctx: ctx, W: w, Req: r, Snap: snap, Zone: zi, Qtype: question.Qtype, Owner: question.Name, Lower: lower, r: rp}
+	q := &rp.q
+	res := srv.lookup(q, rest)
+	if res.Rcode == dns.RcodeNameError && srv.Fall.Through(question.Name) {
+		srv.Replies.Fallthrough.Inc()
+		return plugin.NextOrFailure(srv.Plugin, srv.Next, ctx, w, r)
+	}
+	return srv.write(q, res)
+}
+
+// ZoneIndex is the index in Zones of the zone of name (the longest that
+// matches), or -1, and the length of what comes before the zone.
+func (srv *Server) ZoneIndex(name string) (zi, restLen int) {
+	zi, bestLen := -1, -1
+	for i, z := range srv.Zones {
+		if rest, ok := dnsname.TrimZone(name, z); ok && len(z) > bestLen {
+			zi, bestLen, restLen = i, len(z), len(rest)
+		}
+	}
+	return zi, restLen
+}
+
+// refuse answers a name outside our zones when there is no next plugin:
+// we are not authoritative for it, which is not a server failure.
+func (srv *Server) refuse(w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	m := new(dns.Msg)
+	m.SetRcode(r, dns.RcodeRefused)
+	srv.Replies.Refused.Inc()
+	return dns.RcodeRefused, w.WriteMsg(m)
+}
+
+// write sends the reply: authoritative, the question repeated as asked,
+// the zone's SOA in the Authority section of a negative answer (RFC 2308).
+func (srv *Server) write(q *Query, res Result) (int, error) {
+	m := &q.r.msg
+	m.Id, m.Response, m.Opcode, m.Authoritative = q.Req.Id, true, q.Req.Opcode, true
+	m.RecursionDesired, m.CheckingDisabled = q.Req.RecursionDesired, q.Req.CheckingDisabled
+	m.Question, m.Rcode = q.Req.Question, res.Rcode
+	m.Answer, m.Extra = res.Answer, res.Extra
+	if len(m.Answer) == 0 || res.Rcode != dns.RcodeSuccess {
+		q.r.soa = srv.soa(q.Snap, q.Zone, srv.Zones[q.Zone])
+		q.r.ns[0] = &q.r.soa
+		m.Ns = q.r.ns[:]
+	}
+	srv.Replies.Count(res.Rcode, len(m.Answer))
+	if err := q.W.WriteMsg(m); err != nil {
+		return dns.RcodeServerFailure, err
+	}
+	return dns.RcodeSuccess, nil
+}
+
+// lookup answers one name of q's zone: rest is the part before the zone.
+func (srv *Server) lookup(q *Query, rest string) Result {
+	if IsReverse(srv.Zones[q.Zone]) {
+		return srv.lookupReverse(q, rest)
+	}
+	n := ParseName(rest)
+	switch n.Kind {
+	case NameApex:
+		return srv.apex(q)
+	case NameVersion:
+		if q.Qtype != dns.TypeTXT && q.Qtype != dns.TypeANY {
+			return Result{}
+		}
+		return Result{Answer: q.single(&dns.TXT{Hdr: q.hdr(q.Owner, dns.TypeTXT, srv.TTL), Txt: []string{srv.Version}})}
+	case NameDNSLabel:
+		return Result{}
+	case NameNS:
+		return Result{Answer: q.nsAddrs(srv, q.Owner)}
+	case NameSvcLabel:
+		if q.Snap.Len() == 0 {
+			return NXDomain
+		}
+		return Result{}
+	case NameNamespace:
+		if !q.Snap.HasNamespace(n.Namespace) {
+			return NXDomain
+		}
+		return Result{}
+	case NameService, NameHost, NameProto, NamePort:
+		svc := q.Snap.Service(n.Key)
+		if svc == nil {
+			return NXDomain
+		}
+		return srv.serviceAnswer(q, svc, n)
+	case NameOther:
+		return srv.Schema.Other(q, n)
+	}
+	return NXDomain
+}
+
+// lookupReverse answers a name of a reverse zone: the apex, or a PTR.
+func (srv *Server) lookupReverse(q *Query, rest string) Result {
+	if rest == "" {
+		return srv.apex(q)
+	}
+	ip, ok := dnsname.ReverseAddr(q.Lower)
+	if !ok {
+		return NXDomain
+	}
+	entries := q.Snap.ptrOf(ip)
+	if len(entries) == 0 {
+		return NXDomain
+	}
+	if q.Qtype != dns.TypePTR && q.Qtype != dns.TypeANY {
+		return Result{}
+	}
+	zone := srv.forwardZone()
+	out := make([]dns.RR, len(entries))
+	for i := range entries {
+		out[i] = &dns.PTR{Hdr: q.hdr(q.Owner, dns.TypePTR, srv.TTL), Ptr: entries[i].target(zone)}
+	}
+	return Result{Answer: out}
+}
+
+// serviceAnswer answers a name of an existing service.
+func (srv *Server) serviceAnswer(q *Query, svc *Service, n Name) Result {
+	switch n.Kind {
+	case NameService:
+		if svc.kind == Alias {
+			return srv.aliasAnswer(q, svc)
+		}
+		switch q.Qtype {
+		case dns.TypeSRV:
+			return srv.srvAnswer(q, svc, -1)
+		case dns.TypeANY:
+			addrs := q.addrs(svc, all(svc), nil, q.Owner, srv.TTL)
+			srvs := srv.srvAnswer(q, svc, -1)
+			return Result{Answer: append(addrs, srvs.Answer...)}
+		}
+		return Result{Answer: q.addrsFor(svc, all(svc), srv.TTL)}
+	case NameHost:
+		eps := svc.hostEndpoints(n.Host)
+		if len(eps) == 0 {
+			return NXDomain
+		}
+		return Result{Answer: q.addrsFor(svc, selection{idx: eps}, srv.TTL)}
+	case NameProto:
+		if !svc.hasProto(n.Proto) {
+			return NXDomain
+		}
+		return Result{}
+	}
+	pi := svc.port(n.Port)
+	if pi < 0 {
+		return NXDomain
+	}
+	if q.Qtype != dns.TypeSRV && q.Qtype != dns.TypeANY {
+		return Result{}
+	}
+	return srv.srvAnswer(q, svc, pi)
+}
+
+// maxAliasHops bounds CNAME chains between our own aliases.
+const maxAliasHops = 8
+
+// aliasAnswer answers an alias: the CNAME, then the target's records:
+// from our own data when the target is in a zone we serve, else through
+// the schema (the server's chain).
+func (srv *Server) aliasAnswer(q *Query, svc *Service) Result {
+	out := Result{Answer: []dns.RR{&dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}}}
+	if q.Qtype == dns.TypeCNAME || q.depth >= maxAliasHops {
+		return out
+	}
+	var next Result
+	if zi, restLen := srv.ZoneIndex(svc.target); zi >= 0 {
+		hop := *q
+		hop.Owner, hop.Lower, hop.depth, hop.r = svc.target, svc.target, q.depth+1, &reply{}
+		hop.Zone = zi
+		next = srv.lookup(&hop, svc.target[:restLen])
+	} else {
+		var ok bool
+		if next, ok = srv.Schema.Follow(q, svc.target); !ok {
+			return out
+		}
+	}
+	out.Answer = append(out.Answer, next.Answer...)
+	out.Extra, out.Rcode = next.Extra, next.Rcode
+	return out
+}
+
+// forwardZone is the first forward zone: PTR records point into it, and
+// reverse zones name its nameserver.
+func (srv *Server) forwardZone() string {
+	for _, z := range srv.Zones {
+		if !IsReverse(z) {
+			return z
+		}
+	}
+	return srv.Zones[0]
+}
+
+// ServiceName is the name of svc under zone.
+func ServiceName(svc *Service, zone string) string { return svc.key + ".svc." + zone }

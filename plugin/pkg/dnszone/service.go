@@ -1,0 +1,316 @@
+// Package dnszone is the zone-serving core that kubeschema and multicluster
+// share: a compact store of the facts each service's answers are made of,
+// published as immutable copy-on-write snapshots, and the query path that
+// renders records from those facts when a query comes.
+//
+// Why render at query time: precomputed dns.RR values cost several hundred
+// bytes per endpoint (a record struct, an IP slice, an owner string, a PTR
+// record, its reverse name, SRV records per port), more than the stock
+// plugin keeps for the same cluster. The facts of an endpoint are 40 bytes;
+// the records of an answer are built in one or two allocations, faster than
+// the copy a shared record would need for the question's case.
+//
+// Each plugin keeps only its own schema: what a service, pod or import
+// means, and which names exist beyond the common grammar.
+package dnszone
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
+)
+
+// Kind is how a service's addresses are answered.
+type Kind uint8
+
+// The kinds of service.
+const (
+	// Virtual: the addresses are the service's own (a ClusterIP, a
+	// ClusterSetIP): the SRV target is the service name itself, and PTR
+	// records point to it.
+	Virtual Kind = iota
+	// Headless: the addresses are the ready endpoints, each with a host
+	// name of its own that SRV and PTR records point to.
+	Headless
+	// Alias: an ExternalName service, a CNAME to Target.
+	Alias
+)
+
+// Service is what the answers of one service (or import) are made of. It is
+// immutable once built; a change builds a new one.
+type Service struct {
+	// key is "<svc>.<ns>", the part of its names before ".svc.<zone>".
+	key  string
+	kind Kind
+	// endpoints sorted by address (IPv4 first): A answers are the first
+	// n4, AAAA answers the rest.
+	endpoints []Endpoint
+	n4        int
+	// ports are the named ports, in the order SRV answers list them.
+	ports []Port
+	// groups give endpoint host names their suffix and SRV targets their
+	// port numbers (multicluster: one per cluster and slice); index 0 is
+	// the default.
+	groups []Group
+	// targets counts the distinct SRV targets (host names).
+	targets int
+	// target of an Alias, fully qualified, lower case.
+	target string
+	// turn rotates multi-record answers between responses.
+	turn atomic.Uint32
+}
+
+// Endpoint is one address of a service: 40 bytes, its host name derived
+// from the address unless the API named it.
+type Endpoint struct {
+	addr [16]byte
+	// host is the host label; "" means the address with dashes.
+	host  string
+	group uint8
+	flags uint8
+}
+
+const (
+	flagV4 uint8 = 1 << iota
+	// flagUnnamed: the endpoint has no host name of its own (its
+	// hostname is not a DNS label, or it is a virtual address).
+	flagUnnamed
+)
+
+// Port is a named port: SRV records exist for _<Name>._<Proto>.
+type Port struct {
+	Name, Proto string
+	Number      uint16
+}
+
+// Group is what endpoints from one source share: the suffix of their host
+// labels (".<clusterid>" for multicluster, "" otherwise) and the port
+// numbers their SRV records carry, by index in the service's ports (nil:
+// the ports' own numbers).
+type Group struct {
+	Suffix string
+	Ports  []uint16
+}
+
+// NewEndpoint is an endpoint at addr named host ("" for its dashed
+// address), in group; unnamed endpoints answer for the service name only.
+func NewEndpoint(addr netip.Addr, host string, group uint8, named bool) Endpoint {
+	e := Endpoint{addr: addr.As16(), host: host, group: group}
+	if addr.Is4() || addr.Is4In6() {
+		e.flags |= flagV4
+		e.addr = netip.AddrFrom4(addr.Unmap().As4()).As16()
+	}
+	if !named {
+		e.flags |= flagUnnamed
+	}
+	return e
+}
+
+// Addr is the endpoint's address.
+func (e *Endpoint) Addr() netip.Addr {
+	a := netip.AddrFrom16(e.addr)
+	if e.flags&flagV4 != 0 {
+		return a.Unmap()
+	}
+	return a
+}
+
+// ip is the address as the bytes of an A or AAAA record, sharing the
+// endpoint's memory: records are rendered per query and never modified.
+func (e *Endpoint) ip() []byte {
+	if e.flags&flagV4 != 0 {
+		return e.addr[12:16:16]
+	}
+	return e.addr[:]
+}
+
+func (e *Endpoint) is4() bool   { return e.flags&flagV4 != 0 }
+func (e *Endpoint) named() bool { return e.flags&flagUnnamed == 0 }
+
+// label is the endpoint's host label without its group suffix.
+func (e *Endpoint) label() string {
+	if e.host != "" {
+		return e.host
+	}
+	return dnsname.Dashed(e.Addr())
+}
+
+// NewVirtual is a service answered with its own addresses.
+func NewVirtual(key string, addrs []netip.Addr, ports []Port) *Service {
+	eps := make([]Endpoint, len(addrs))
+	for i, a := range addrs {
+		eps[i] = NewEndpoint(a, "", 0, false)
+	}
+	s := &Service{key: key, kind: Virtual, ports: namedPorts(ports), groups: []Group{{}}, targets: 1}
+	s.setEndpoints(eps)
+	return s
+}
+
+// NewHeadless is a service answered with its endpoints; nil groups means
+// one default group. The endpoints are sorted here.
+func NewHeadless(key string, eps []Endpoint, ports []Port, groups []Group) *Service {
+	if len(groups) == 0 {
+		groups = []Group{{}}
+	}
+	s := &Service{key: key, kind: Headless, ports: namedPorts(ports), groups: groups}
+	s.setEndpoints(eps)
+	s.targets = len(s.srvTargets())
+	return s
+}
+
+// NewAlias is an ExternalName service: a CNAME to target.
+func NewAlias(key, target string) *Service {
+	return &Service{key: key, kind: Alias, target: strings.ToLower(target)}
+}
+
+func (s *Service) setEndpoints(eps []Endpoint) {
+	slices.SortStableFunc(eps, func(a, b Endpoint) int { return a.Addr().Compare(b.Addr()) })
+	s.endpoints = slices.Clip(eps)
+	s.n4 = 0
+	for i := range eps {
+		if eps[i].is4() {
+			s.n4++
+		}
+	}
+}
+
+// namedPorts keeps the ports that can have SRV records: a name, both
+// labels valid, the first of any repeated name and protocol.
+func namedPorts(ports []Port) []Port {
+	var out []Port
+	for _, p := range ports {
+		if p.Name == "" || !dnsname.IsLabel(p.Name) || !dnsname.IsLabel(p.Proto) {
+			continue
+		}
+		if slices.ContainsFunc(out, func(q Port) bool { return q.Name == p.Name && q.Proto == p.Proto }) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return slices.Clip(out)
+}
+
+// Key is "<svc>.<ns>".
+func (s *Service) Key() string { return s.key }
+
+// Namespace is the service's namespace.
+func (s *Service) Namespace() string { _, ns, _ := strings.Cut(s.key, "."); return ns }
+
+// Kind is how the service is answered.
+func (s *Service) Kind() Kind { return s.kind }
+
+// Endpoints are the service's addresses, sorted (read only).
+func (s *Service) Endpoints() []Endpoint { return s.endpoints }
+
+// Target is an Alias's CNAME target.
+func (s *Service) Target() string { return s.target }
+
+// HostName is the full host name of endpoint i under the service name
+// svcName ("<svc>.<ns>.svc.<zone>"), or "" when it has none.
+func (s *Service) HostName(i int, svcName string) string {
+	e := &s.endpoints[i]
+	if !e.named() {
+		return ""
+	}
+	return e.label() + s.groups[e.group].Suffix + "." + svcName
+}
+
+// target is one SRV target: a host name's prefix ("<label><suffix>") and
+// its endpoints, by index.
+type target struct {
+	prefix string
+	eps    []int
+}
+
+// srvTargets lists the SRV targets of a headless service, in name order,
+// each with its endpoints (IPv4 first, as stored).
+func (s *Service) srvTargets() []target {
+	byPrefix := map[string]int{}
+	var out []target
+	for i := range s.endpoints {
+		e := &s.endpoints[i]
+		if !e.named() {
+			continue
+		}
+		p := e.label() + s.groups[e.group].Suffix
+		j, ok := byPrefix[p]
+		if !ok {
+			j = len(out)
+			byPrefix[p] = j
+			out = append(out, target{prefix: p})
+		}
+		out[j].eps = append(out[j].eps, i)
+	}
+	slices.SortFunc(out, func(a, b target) int { return strings.Compare(a.prefix, b.prefix) })
+	return out
+}
+
+// hostEndpoints are the endpoints named prefix ("<label><suffix>"), by
+// index; nil when none is.
+func (s *Service) hostEndpoints(prefix string) []int {
+	var out []int
+	// A dashed label is looked up by address: most endpoints have no
+	// hostname, and their labels are not stored.
+	dashed, isDashed := netip.Addr{}, false
+	for gi, g := range s.groups {
+		label, ok := strings.CutSuffix(prefix, g.Suffix)
+		if !ok || !dnsname.IsLabel(label) {
+			continue
+		}
+		if a, ok := dnsname.DashedAddr(label); ok && dnsname.Dashed(a) == label {
+			dashed, isDashed = a, true
+		}
+		for i := range s.endpoints {
+			e := &s.endpoints[i]
+			if int(e.group) != gi || !e.named() {
+				continue
+			}
+			if e.host == label || (e.host == "" && isDashed && e.Addr() == dashed) {
+				out = append(out, i)
+			}
+		}
+		isDashed = false
+	}
+	return out
+}
+
+// port is the index of the port "_<name>._<proto>", or -1.
+func (s *Service) port(key string) int {
+	name, proto, _ := strings.Cut(key, ".")
+	for i, p := range s.ports {
+		if underscored(name, p.Name) && underscored(proto, p.Proto) {
+			return i
+		}
+	}
+	return -1
+}
+
+// hasProto tells whether a named port has the protocol "_<proto>".
+func (s *Service) hasProto(proto string) bool {
+	for _, p := range s.ports {
+		if underscored(proto, p.Proto) {
+			return true
+		}
+	}
+	return false
+}
+
+// portNumber is port i's number for endpoints of group g.
+func (s *Service) portNumber(i int, g uint8) uint16 {
+	if ports := s.groups[g].Ports; i < len(ports) && ports[i] != 0 {
+		return ports[i]
+	}
+	return s.ports[i].Number
+}
+
+// weight is the SRV weight of each of the service's targets: the load
+// spread evenly, as the stock plugin does.
+func (s *Service) weight() uint16 { return uint16(max(1, 100/max(1, s.targets))) }
+
+// underscored tells whether s is "_" followed by label.
+func underscored(s, label string) bool {
+	return len(s) == len(label)+1 && s[0] == '_' && s[1:] == label
+}

@@ -1,0 +1,269 @@
+package dnszone
+
+import (
+	"bytes"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// shards splits the services and the PTR index so that a change copies
+// the few shards it touches, not a whole namespace: a namespace of 10,000
+// services is as cheap to change as one of ten.
+const shards = 256
+
+// Snapshot is everything the query path reads. It is immutable once
+// published; a change builds a new one through an Edit, sharing every
+// shard it does not touch, and swaps it in atomically, so queries never
+// lock.
+type Snapshot struct {
+	// services by key "<svc>.<ns>", in shards by a hash of the key; only
+	// services that have a name in DNS.
+	services [shards]map[string]*Service
+	// namespaces counts the services of each namespace: <ns>.svc.<zone>
+	// exists (an empty non-terminal) while its count is above zero.
+	namespaces map[string]int32
+	total      int
+	// ptr holds the PTR index in shards by the address's last byte (which
+	// spreads the sequential addresses clusters allocate), each sorted by
+	// address, then service.
+	ptr [shards][]ptrEntry
+	// serial of the zones' SOA: changes whenever the data does.
+	serial uint32
+}
+
+// ptrEntry says that addr is endpoint ep of svc: its PTR record points to
+// that endpoint's host name, or to the service name for a virtual address.
+type ptrEntry struct {
+	addr [16]byte
+	svc  *Service
+	ep   int32
+}
+
+func serviceShard(key string) int {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(key); i++ {
+		h = (h ^ uint32(key[i])) * 16777619
+	}
+	return int(h % shards)
+}
+
+func ptrShard(addr [16]byte) int { return int(addr[15]) }
+
+// Serial is the SOA serial.
+func (s *Snapshot) Serial() uint32 { return s.serial }
+
+// Service is the service of key "<svc>.<ns>", or nil.
+func (s *Snapshot) Service(key string) *Service { return s.services[serviceShard(key)][key] }
+
+// HasNamespace tells whether a service of namespace ns has a name.
+func (s *Snapshot) HasNamespace(ns string) bool { return s.namespaces[ns] > 0 }
+
+// Len is the number of services with a name.
+func (s *Snapshot) Len() int { return s.total }
+
+// Services lists every service, sorted by key (for transfers and tests).
+func (s *Snapshot) Services() []*Service {
+	out := make([]*Service, 0, s.total)
+	for _, m := range s.services {
+		for _, svc := range m {
+			out = append(out, svc)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Service) int { return strings.Compare(a.key, b.key) })
+	return out
+}
+
+// ptrOf returns the PTR entries of addr.
+func (s *Snapshot) ptrOf(addr netip.Addr) []ptrEntry {
+	a := addr.As16()
+	sh := s.ptr[ptrShard(a)]
+	i, _ := slices.BinarySearchFunc(sh, a, func(e ptrEntry, t [16]byte) int { return bytes.Compare(e.addr[:], t[:]) })
+	j := i
+	for j < len(sh) && sh[j].addr == a {
+		j++
+	}
+	return sh[i:j]
+}
+
+// PTRs calls fn with every address of the PTR index and the host name it
+// points to under zone (for tests and transfers), in address order.
+func (s *Snapshot) PTRs(zone string, fn func(addr netip.Addr, target string)) {
+	for _, sh := range s.ptr {
+		for _, e := range sh {
+			fn(addrOf(e.addr), e.target(zone))
+		}
+	}
+}
+
+func addrOf(a [16]byte) netip.Addr { return netip.AddrFrom16(a).Unmap() }
+
+// target is the name the entry's PTR record points to, under zone.
+func (e *ptrEntry) target(zone string) string {
+	name := e.svc.key + ".svc." + zone
+	if h := e.svc.HostName(int(e.ep), name); h != "" {
+		return h
+	}
+	return name
+}
+
+// Edit changes a snapshot that is not published yet. Each shard (and the
+// namespace counts) is copied before its first change: they are shared
+// with the published snapshot, which queries read without a lock. A batch
+// thus costs what it touches.
+type Edit struct {
+	s *Snapshot
+	// fresh: every map and shard of s is new (a full build).
+	fresh                bool
+	svcCopied, ptrCopied [shards]bool
+	ptrUnsorted          [shards]bool
+	nsCopied             bool
+}
+
+// NewEdit starts an empty snapshot with serial.
+func NewEdit(serial uint32) *Edit {
+	return &Edit{s: &Snapshot{serial: serial, namespaces: map[string]int32{}}, fresh: true}
+}
+
+// Edit starts a snapshot that is s with changes, and serial.
+func (s *Snapshot) Edit(serial uint32) *Edit {
+	n := *s
+	n.serial = serial
+	return &Edit{s: &n}
+}
+
+// Snapshot is the snapshot being edited.
+func (e *Edit) Snapshot() *Snapshot { return e.s }
+
+// Done finishes the edit: the snapshot is ready to publish and must not
+// change any more.
+func (e *Edit) Done() *Snapshot {
+	for i, unsorted := range e.ptrUnsorted {
+		if unsorted {
+			slices.SortFunc(e.s.ptr[i], comparePTR)
+		}
+	}
+	s := e.s
+	e.s = nil
+	return s
+}
+
+func comparePTR(a, b ptrEntry) int {
+	if c := bytes.Compare(a.addr[:], b.addr[:]); c != 0 {
+		return c
+	}
+	return strings.Compare(a.svc.key, b.svc.key)
+}
+
+func (e *Edit) serviceShard(key string) map[string]*Service {
+	i := serviceShard(key)
+	m := e.s.services[i]
+	if !e.fresh && !e.svcCopied[i] {
+		e.svcCopied[i] = true
+		m = maps.Clone(m)
+	}
+	if m == nil {
+		m = map[string]*Service{}
+	}
+	e.s.services[i] = m
+	return m
+}
+
+func (e *Edit) countNamespace(ns string, delta int32) {
+	if !e.fresh && !e.nsCopied {
+		e.nsCopied = true
+		e.s.namespaces = maps.Clone(e.s.namespaces)
+	}
+	if n := e.s.namespaces[ns] + delta; n > 0 {
+		e.s.namespaces[ns] = n
+	} else {
+		delete(e.s.namespaces, ns)
+	}
+	e.s.total += int(delta)
+}
+
+// Put adds svc, replacing the service of the same key; it returns that
+// one. PTR entries are the caller's to change.
+func (e *Edit) Put(svc *Service) (old *Service) {
+	m := e.serviceShard(svc.key)
+	old = m[svc.key]
+	m[svc.key] = svc
+	if old == nil {
+		e.countNamespace(svc.Namespace(), 1)
+	}
+	return old
+}
+
+// Remove drops the service of key and returns it (nil when absent).
+func (e *Edit) Remove(key string) (old *Service) {
+	if e.s.services[serviceShard(key)][key] == nil {
+		return nil
+	}
+	m := e.serviceShard(key)
+	old = m[key]
+	delete(m, key)
+	if len(m) == 0 {
+		e.s.services[serviceShard(key)] = nil
+	}
+	e.countNamespace(old.Namespace(), -1)
+	return old
+}
+
+func (e *Edit) ptrShard(addr [16]byte) *[]ptrEntry {
+	i := ptrShard(addr)
+	if !e.fresh && !e.ptrCopied[i] {
+		e.ptrCopied[i] = true
+		e.s.ptr[i] = slices.Clone(e.s.ptr[i])
+	}
+	return &e.s.ptr[i]
+}
+
+// AddPTR says that addr is endpoint ep of svc.
+func (e *Edit) AddPTR(addr netip.Addr, svc *Service, ep int) {
+	a := addr.As16()
+	sh := e.ptrShard(a)
+	*sh = append(*sh, ptrEntry{addr: a, svc: svc, ep: int32(ep)})
+	e.ptrUnsorted[ptrShard(a)] = true
+}
+
+// ClearPTR removes the entries of addr: svc's, or every one when svc is
+// nil.
+func (e *Edit) ClearPTR(addr netip.Addr, svc *Service) {
+	a := addr.As16()
+	match := func(p ptrEntry) bool { return p.addr == a && (svc == nil || p.svc == svc) }
+	// A scan of one shard (a 256th of the addresses) before copying it:
+	// most removals of a rebuilt service find their entries, but a
+	// headless service's unnamed endpoints have none.
+	if !slices.ContainsFunc(e.s.ptr[ptrShard(a)], match) {
+		return
+	}
+	sh := e.ptrShard(a)
+	*sh = slices.DeleteFunc(*sh, match)
+}
+
+// AddPTRs indexes every address of svc that has a PTR record: each
+// address of a virtual service, each named endpoint of a headless one.
+func (e *Edit) AddPTRs(svc *Service) {
+	for i := range svc.endpoints {
+		if svc.kind == Virtual || svc.endpoints[i].named() {
+			e.AddPTR(svc.endpoints[i].Addr(), svc, i)
+		}
+	}
+}
+
+// RemovePTRs removes the entries AddPTRs made for svc.
+func (e *Edit) RemovePTRs(svc *Service) {
+	for i := range svc.endpoints {
+		e.ClearPTR(svc.endpoints[i].Addr(), svc)
+	}
+}
+
+// PTROwner is the first entry of addr's PTR records: the service and the
+// index of its endpoint; nil when addr has none.
+func (s *Snapshot) PTROwner(addr netip.Addr) (svc *Service, ep int) {
+	if entries := s.ptrOf(addr); len(entries) > 0 {
+		return entries[0].svc, int(entries[0].ep)
+	}
+	return nil, 0
+}

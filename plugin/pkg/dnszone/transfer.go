@@ -1,0 +1,37 @@
+package dnszone
+
+import (
+	"github.com/coredns/coredns/plugin/transfer"
+	"github.com/miekg/dns"
+)
+
+// Transfer implements transfer.Transferer: AXFR of a forward zone from the
+// current snapshot. An IXFR with a serial at least ours gets the SOA alone
+// (nothing changed); anything else gets the whole zone: the SOA, the apex
+// records, every service's records in name order, and the SOA again.
+func (srv *Server) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
+	snap := srv.snap.Load()
+	zi := srv.zoneOf(zone)
+	if zi < 0 || snap == nil || IsReverse(zone) {
+		return nil, transfer.ErrNotAuthoritative
+	}
+	soaRR := srv.soa(snap, zi, zone)
+	soa := &soaRR
+	ch := make(chan []dns.RR)
+	go func() {
+		defer close(ch)
+		ch <- []dns.RR{soa}
+		if serial != 0 && serial >= soa.Serial {
+			return
+		}
+		ns := srv.nsName(zone)
+		ch <- []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: srv.TTL}, Ns: ns}}
+		version := &dns.TXT{Hdr: dns.RR_Header{Name: "dns-version." + zone, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: srv.TTL}, Txt: []string{srv.Version}}
+		ch <- append(srv.nsAddrRecords(ns, true, true), version)
+		for _, svc := range snap.Services() {
+			ch <- srv.Records(svc, zone)
+		}
+		ch <- []dns.RR{soa}
+	}()
+	return ch, nil
+}

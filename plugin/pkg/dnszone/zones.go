@@ -1,0 +1,66 @@
+package dnszone
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
+)
+
+// ParseZones normalises the zones of a stanza: lower case, fully
+// qualified, CIDRs turned into reverse zones; defaults (the server block's
+// keys, or a plugin's own default zone) when args is empty.
+func ParseZones(args, defaults []string) ([]string, error) {
+	for _, a := range args {
+		if _, err := netip.ParsePrefix(a); err == nil {
+			continue
+		}
+		if _, ok := dns.IsDomainName(a); !ok || strings.ContainsAny(a, "/:@ ") {
+			return nil, fmt.Errorf("zone %q is not a domain name", a)
+		}
+	}
+	zones := plugin.OriginsFromArgsOrServerBlock(args, defaults)
+	for i, z := range zones {
+		zones[i] = strings.ToLower(z)
+	}
+	return zones, nil
+}
+
+// ListenAddrs are the addresses a server's own name (ns.dns.<zone>)
+// answers with: those the server block binds, or else this host's unicast
+// addresses (loopback when it has none).
+func ListenAddrs(hosts []string) []netip.Addr {
+	var out []netip.Addr
+	for _, h := range hosts {
+		if a, err := netip.ParseAddr(h); err == nil && !a.IsUnspecified() {
+			out = append(out, a.Unmap())
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	ifaddrs, _ := net.InterfaceAddrs()
+	for _, ia := range ifaddrs {
+		if p, err := netip.ParsePrefix(ia.String()); err == nil && p.Addr().IsGlobalUnicast() {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, netip.MustParseAddr("127.0.0.1"))
+	}
+	return out
+}
+
+// NextSerial is a SOA serial newer than prev: the current Unix time, or
+// prev+1 when changes come faster than once a second.
+func NextSerial(prev uint32) uint32 {
+	now := uint32(time.Now().Unix())
+	if now <= prev {
+		return prev + 1
+	}
+	return now
+}
