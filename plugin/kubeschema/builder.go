@@ -33,6 +33,10 @@ type builder struct {
 	dirty map[string]watchcache.Event // by "<ns>/<svc>"
 	// dirtyNamespaces: a namespace's labels changed (namespace_labels).
 	dirtyNamespaces map[string]bool
+
+	// pending is the first snapshot while Prepare builds it; owned by the
+	// goroutine that runs the builder.
+	pending *dnszone.Edit
 }
 
 func newBuilder(k *Kubeschema, h source) *builder {
@@ -66,11 +70,31 @@ func (b *builder) Mark(ev watchcache.Event) bool {
 	return true
 }
 
-// Publish builds the first snapshot from the synced cache
-// (watchcache.Builder); what was marked before is covered by it.
+// Prepare applies what was marked to the first snapshot while the cache
+// syncs (watchcache.Preparer). Nobody reads that snapshot yet, so it is
+// changed in place, without the copies a published one needs.
+func (b *builder) Prepare() {
+	if b.pending == nil {
+		b.pending = dnszone.NewEdit(0)
+	}
+	dirty, namespaces := b.takeDirty()
+	b.apply(b.pending, dirty, namespaces)
+}
+
+// Publish publishes the first snapshot once the cache has synced
+// (watchcache.Builder): the one Prepare built, with the last changes
+// applied, or else a full build.
 func (b *builder) Publish() {
-	b.takeDirty()
-	b.k.Publish(b.fullBuild())
+	if b.pending == nil {
+		b.takeDirty() // covered by the full build
+		b.k.Publish(b.fullBuild())
+		return
+	}
+	b.Prepare()
+	e := b.pending
+	b.pending = nil
+	e.SetSerial(dnszone.NextSerial(0))
+	b.k.Publish(e.Done())
 }
 
 func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
@@ -93,6 +117,27 @@ func (b *builder) fullBuild() *dnszone.Snapshot {
 // Apply rebuilds the dirty services into a new snapshot and publishes it.
 func (b *builder) Apply() {
 	dirty, namespaces := b.takeDirty()
+	if len(dirty) == 0 && len(namespaces) == 0 {
+		return
+	}
+	old := b.k.Snapshot()
+	e := old.Edit(dnszone.NextSerial(old.Serial()))
+	if !b.apply(e, dirty, namespaces) {
+		return
+	}
+	b.k.Publish(e.Done())
+	for _, ev := range dirty {
+		kind := watchcache.KindHeadlessWithoutSelector
+		if svc := b.cache.Service(ev.Namespace, ev.Name); svc != nil {
+			kind = svc.Kind
+		}
+		observeProgrammed(kind, ev)
+	}
+}
+
+// apply rebuilds the dirty services, and every service of a namespace
+// whose labels changed, in e; false when there was nothing to rebuild.
+func (b *builder) apply(e *dnszone.Edit, dirty map[string]watchcache.Event, namespaces map[string]bool) bool {
 	if len(namespaces) > 0 {
 		for _, svc := range b.cache.Services() {
 			if namespaces[svc.Namespace()] {
@@ -103,25 +148,13 @@ func (b *builder) Apply() {
 			}
 		}
 	}
-	if len(dirty) == 0 {
-		return
-	}
-	old := b.k.Snapshot()
-	e := old.Edit(dnszone.NextSerial(old.Serial()))
 	for _, ev := range dirty {
 		if prev := e.Remove(ev.Name + "." + ev.Namespace); prev != nil {
 			e.RemovePTRs(prev)
 		}
 		b.put(e, ev.Namespace, b.cache.Service(ev.Namespace, ev.Name))
 	}
-	b.k.Publish(e.Done())
-	for _, ev := range dirty {
-		kind := watchcache.KindHeadlessWithoutSelector
-		if svc := b.cache.Service(ev.Namespace, ev.Name); svc != nil {
-			kind = svc.Kind
-		}
-		observeProgrammed(kind, ev)
-	}
+	return len(dirty) > 0
 }
 
 // put adds svc's facts and PTR entries, if it is served and has a name.

@@ -77,3 +77,31 @@ func firstDiff(got, want string) string {
 	}
 	return fmt.Sprintf("got %d lines, want %d", len(g), len(w))
 }
+
+// TestPrepareMatchesFullBuild feeds a builder the events of a cache that
+// is listing (every object once, in random order, with changes between)
+// and checks that the snapshot it publishes once synced, built by Prepare
+// as the events came, is the one a full build makes.
+func TestPrepareMatchesFullBuild(t *testing.T) {
+	const n = 300
+	src := scaleFixture(t, n)
+	k := scalePlugin(src)
+	b := newBuilder(k, src)
+	rnd := rand.New(rand.NewPCG(5, 6))
+	for _, i := range rnd.Perm(n) {
+		ns, name := src.set(t, i, rnd.IntN(12))
+		b.Mark(watchcache.Event{Kind: watchcache.Services, Namespace: ns, Name: name, Changed: time.Now()})
+		if rnd.IntN(20) == 0 {
+			b.Prepare()
+		}
+		if rnd.IntN(10) == 0 { // a change to an object listed before
+			j := rnd.IntN(n)
+			ns, name := src.set(t, j, rnd.IntN(12))
+			b.Mark(watchcache.Event{Kind: watchcache.EndpointSlices, Namespace: ns, Name: name, Changed: time.Now()})
+		}
+	}
+	b.Publish()
+	if got, want := dump(k, k.Snapshot()), dump(k, newBuilder(k, src).fullBuild()); got != want {
+		t.Fatalf("the prepared snapshot differs from a full build:\n%s", firstDiff(got, want))
+	}
+}

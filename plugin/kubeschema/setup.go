@@ -120,6 +120,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 			return err
 		}
 		k.opts.endpointPodNames = true
+		k.cfg.EndpointPodNames = true
 	case "ttl":
 		ttl, err := watchcache.ParseTTL(c, args)
 		if err != nil {

@@ -267,3 +267,6 @@ func (s *Snapshot) PTROwner(addr netip.Addr) (svc *Service, ep int) {
 	}
 	return nil, 0
 }
+
+// SetSerial sets the serial of the snapshot being edited.
+func (e *Edit) SetSerial(serial uint32) { e.s.serial = serial }

@@ -93,19 +93,31 @@ type Handle struct {
 // Acquire returns a Handle on the cache for cfg, creating it on first use,
 // and makes sure the resources in kinds are watched.
 func Acquire(cfg Config, kinds Kind) (*Handle, error) {
+	h, _, _, err := acquireSubscribed(cfg, kinds, nil)
+	return h, err
+}
+
+// acquireSubscribed is Acquire with fn (when not nil) subscribed before
+// any informer starts: fresh tells whether every resource of kinds was
+// started by this call, so that fn sees an event for every object they
+// list. A cache another consumer started is not fresh.
+func acquireSubscribed(cfg Config, kinds Kind, fn func(Event)) (h *Handle, unsubscribe func(), fresh bool, err error) {
 	registry.Lock()
 	defer registry.Unlock()
 	c, ok := registry.caches[cfg.key()]
 	if !ok {
-		var err error
 		if c, err = newCache(cfg); err != nil {
-			return nil, err
+			return nil, nil, false, err
 		}
 		registry.caches[cfg.key()] = c
 	}
 	c.refs++
-	c.startInformers(kinds)
-	return &Handle{Cache: c, kinds: kinds}, nil
+	unsubscribe = func() {}
+	if fn != nil {
+		unsubscribe = c.Subscribe(fn)
+	}
+	started := c.startInformers(kinds)
+	return &Handle{Cache: c, kinds: kinds}, unsubscribe, started == kinds, nil
 }
 
 // Release gives up the handle: informers nobody else needs stop, and the
@@ -154,8 +166,9 @@ func protobuf(rc *rest.Config) *rest.Config {
 }
 
 // startInformers starts what kinds need and is not running yet, and counts
-// one more user of each. Called with registry's lock held.
-func (c *Cache) startInformers(kinds Kind) {
+// one more user of each; it returns the kinds it started. Called with
+// registry's lock held.
+func (c *Cache) startInformers(kinds Kind) (started Kind) {
 	for _, k := range allKinds {
 		if kinds&k == 0 {
 			continue
@@ -170,8 +183,10 @@ func (c *Cache) startInformers(kinds Kind) {
 		inf.refs++
 		if !ok {
 			inf.start(c.checkAccess)
+			started |= k
 		}
 	}
+	return started
 }
 
 // dropInformers counts one user less of each kind and returns the

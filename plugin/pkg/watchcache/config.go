@@ -23,10 +23,14 @@ type Config struct {
 	// LabelSelector limits the Services and EndpointSlices watched (the
 	// `labels` option); empty watches all.
 	LabelSelector string
+	// EndpointPodNames keeps the name of each endpoint's pod (the
+	// `endpoint_pod_names` option). Without it the names, which no other
+	// answer needs, are not kept: at 100k endpoints they are 5 MB.
+	EndpointPodNames bool
 }
 
 func (c Config) key() string {
-	return fmt.Sprintf("%q %q %q %q %q %q %q", c.Kubeconfig, c.Context, c.Endpoint, c.TLSCert, c.TLSKey, c.TLSCA, c.LabelSelector)
+	return fmt.Sprintf("%q %q %q %q %q %q %q %t", c.Kubeconfig, c.Context, c.Endpoint, c.TLSCert, c.TLSKey, c.TLSCA, c.LabelSelector, c.EndpointPodNames)
 }
 
 // Validate checks what can be checked before connecting: that the files

@@ -18,6 +18,15 @@ type Builder interface {
 	Apply()
 }
 
+// Preparer is a Builder that can build its first snapshot while the cache
+// syncs: Prepare applies what Mark recorded to a snapshot not yet
+// published, so that Publish, once the cache has synced, has only the last
+// changes left to apply. The first answer then comes when the watch has
+// listed everything, not a full build later.
+type Preparer interface {
+	Prepare()
+}
+
 // Consumer is how a plugin instance uses the shared cache: acquire it for
 // Kinds, feed its events to a Builder, publish a first snapshot once the
 // cache has synced and keep it current, and count the instance in Synced
@@ -50,13 +59,11 @@ type Started struct {
 // Start runs the consumer and waits up to StartupTimeout for its first
 // snapshot. An error means the cache could not be acquired at all.
 func (c Consumer) Start() (*Started, error) {
-	h, err := Acquire(c.Config, c.Kinds)
-	if err != nil {
-		return nil, err
-	}
-	b := c.NewBuilder(h)
+	var b Builder
+	ready := make(chan struct{}) // b is set
 	wake := make(chan struct{}, 1)
-	unsubscribe := h.Subscribe(func(ev Event) {
+	h, unsubscribe, fresh, err := acquireSubscribed(c.Config, c.Kinds, func(ev Event) {
+		<-ready
 		if b.Mark(ev) {
 			select {
 			case wake <- struct{}{}:
@@ -64,12 +71,21 @@ func (c Consumer) Start() (*Started, error) {
 			}
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
+	b = c.NewBuilder(h)
+	close(ready)
+	prep, _ := b.(Preparer)
+	if !fresh {
+		prep = nil // the objects listed before we subscribed were not marked: Publish builds them all
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	var down func() // set by the loop once it has published
 	go func() {
 		defer close(done)
-		if err := h.WaitForSync(ctx, c.Kinds); err != nil {
+		if !c.prepareUntilSynced(ctx, h, prep, wake) {
 			return
 		}
 		b.Publish()
@@ -94,6 +110,24 @@ func (c Consumer) Start() (*Started, error) {
 	}}
 	s.Late = c.waitPublished(ctx, h)
 	return s, nil
+}
+
+// prepareUntilSynced waits for the cache to sync, letting prep (when not
+// nil) apply changes as they arrive; false when ctx ends first.
+func (c Consumer) prepareUntilSynced(ctx context.Context, h *Handle, prep Preparer, wake <-chan struct{}) bool {
+	if prep == nil {
+		return h.WaitForSync(ctx, c.Kinds) == nil
+	}
+	for !h.HasSynced(c.Kinds) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-wake:
+			prep.Prepare()
+		case <-h.syncTick():
+		}
+	}
+	return true
 }
 
 // waitPublished waits for the first snapshot, up to the startup timeout.

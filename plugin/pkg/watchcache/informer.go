@@ -46,7 +46,7 @@ func (c *Cache) source(k Kind) source {
 			&corev1.Service{}, toService, cache.Indexers{}}
 	case EndpointSlices:
 		return source{cache.NewFilteredListWatchFromClient(c.core.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, sel),
-			&discoveryv1.EndpointSlice{}, toEndpointSlice, cache.Indexers{indexService: sliceService, indexImport: sliceImport}}
+			&discoveryv1.EndpointSlice{}, sliceTransform(c.cfg.EndpointPodNames), cache.Indexers{indexService: sliceService, indexImport: sliceImport}}
 	case Namespaces:
 		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
 			&corev1.Namespace{}, toNamespace, cache.Indexers{}}

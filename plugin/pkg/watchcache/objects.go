@@ -191,10 +191,19 @@ func warnOnce(key, format string, args ...any) {
 	}
 }
 
-// toEndpointSlice converts a discovery/v1 EndpointSlice. Endpoints of an
+// toEndpointSlice converts a discovery/v1 EndpointSlice, keeping pod names.
+func toEndpointSlice(obj any) (any, error) { return convertSlice(obj, true) }
+
+// sliceTransform converts EndpointSlices for the informer, keeping pod
+// names only when podNames is set.
+func sliceTransform(podNames bool) func(any) (any, error) {
+	return func(obj any) (any, error) { return convertSlice(obj, podNames) }
+}
+
+// convertSlice converts a discovery/v1 EndpointSlice. Endpoints of an
 // address type DNS cannot serve (FQDN) or with unparsable addresses are
 // dropped with a log line.
-func toEndpointSlice(obj any) (any, error) {
+func convertSlice(obj any, podNames bool) (any, error) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
 		return obj, nil
@@ -214,8 +223,22 @@ func toEndpointSlice(obj any) (any, error) {
 		warnOnce(s.Namespace+"/"+s.Name+"/type", "EndpointSlice %s/%s: address type %q is not served", s.Namespace, s.Name, s.AddressType)
 		return out, nil
 	}
+	// One array holds the addresses of every endpoint (one each, as the
+	// EndpointSlice controller writes them): an allocation per endpoint
+	// is a tenth of a cached endpoint's memory.
+	n := 0
 	for i := range s.Endpoints {
-		if ep, ok := toEndpoint(s, &s.Endpoints[i]); ok {
+		n += len(s.Endpoints[i].Addresses)
+	}
+	addrs := make([]netip.Addr, 0, n)
+	out.Endpoints = make([]Endpoint, 0, len(s.Endpoints))
+	for i := range s.Endpoints {
+		var ep Endpoint
+		var ok bool
+		if ep, addrs, ok = toEndpoint(s, &s.Endpoints[i], addrs); ok {
+			if !podNames {
+				ep.PodName = ""
+			}
 			out.Endpoints = append(out.Endpoints, ep)
 		}
 	}
@@ -225,7 +248,9 @@ func toEndpointSlice(obj any) (any, error) {
 	return out, nil
 }
 
-func toEndpoint(s *discoveryv1.EndpointSlice, e *discoveryv1.Endpoint) (Endpoint, bool) {
+// toEndpoint converts one endpoint, its addresses appended to addrs (and
+// its Addresses a part of that array); it returns the array.
+func toEndpoint(s *discoveryv1.EndpointSlice, e *discoveryv1.Endpoint, addrs []netip.Addr) (Endpoint, []netip.Addr, bool) {
 	ep := Endpoint{
 		Ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,
 		Terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
@@ -236,19 +261,21 @@ func toEndpoint(s *discoveryv1.EndpointSlice, e *discoveryv1.Endpoint) (Endpoint
 	if e.TargetRef != nil && e.TargetRef.Kind == "Pod" {
 		ep.PodName = strings.ToLower(e.TargetRef.Name)
 	}
+	start := len(addrs)
 	for _, a := range e.Addresses {
 		addr, err := netip.ParseAddr(a)
 		if err != nil || (addr.Is4() != (s.AddressType == discoveryv1.AddressTypeIPv4)) {
 			log.Warningf("EndpointSlice %s/%s: address %q is not a valid %s address, skipped", s.Namespace, s.Name, a, s.AddressType)
 			continue
 		}
-		ep.Addresses = append(ep.Addresses, addr)
+		addrs = append(addrs, addr)
 	}
-	if len(ep.Addresses) == 0 {
+	if len(addrs) == start {
 		log.Warningf("EndpointSlice %s/%s: an endpoint has no usable address, skipped", s.Namespace, s.Name)
-		return ep, false
+		return ep, addrs, false
 	}
-	return ep, true
+	ep.Addresses = addrs[start:len(addrs):len(addrs)]
+	return ep, addrs, true
 }
 
 func toSlicePort(p discoveryv1.EndpointPort) Port {
