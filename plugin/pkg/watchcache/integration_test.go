@@ -284,9 +284,12 @@ func TestServicesCached(t *testing.T) {
 // TestEndpointsMerged shows the slices of a service merged into the
 // addresses DNS serves: across IPv4 and IPv6 slices, deduplicated,
 // sorted, unready ones only with publishNotReady, terminating ones never;
-// FQDN slices and unparsable addresses skipped; and the IP indexes.
+// FQDN slices and unparsable addresses skipped; and the IP indexes. Pod
+// names are kept, as endpoint_pod_names asks (TestPodNamesNotKept: not
+// otherwise).
 func TestEndpointsMerged(t *testing.T) {
 	e := newEnv(t, "wc-endpoints")
+	e.cfg.EndpointPodNames = true
 	h := e.acquire(Services | EndpointSlices)
 	for _, tc := range []struct {
 		svc             string
@@ -906,4 +909,21 @@ func TestPermissionDenied(t *testing.T) {
 		func() bool {
 			return h.HasSynced(Services|EndpointSlices) && denied("list") == 0 && denied("watch") == 0
 		}, show)
+}
+
+// TestPodNamesNotKept: without EndpointPodNames the cache keeps no pod
+// name, which no answer needs then.
+func TestPodNamesNotKept(t *testing.T) {
+	e := newEnv(t, "wc-podnames")
+	h := e.acquire(Services | EndpointSlices)
+	e.createService(clusterIPService("web"))
+	e.createSlice(slice("web-a", forService("web"), discoveryv1.AddressTypeIPv4, endpoint("10.1.0.2", true, false, pod("web-0"))))
+	var got []*EndpointSlice
+	eventually(t, settle, "the slice cached", func() bool {
+		got = h.SlicesForService(e.ns, "web")
+		return len(got) == 1
+	}, func() string { return fmt.Sprint(sliceNames(got)) })
+	if eps := got[0].Endpoints; len(eps) != 1 || eps[0].PodName != "" || eps[0].Addresses[0].String() != "10.1.0.2" {
+		t.Errorf("cached endpoints %+v: want 10.1.0.2 without its pod name", eps)
+	}
 }
