@@ -1,6 +1,7 @@
 package kubeschema
 
 import (
+	"cmp"
 	"net/netip"
 	"sync"
 	"time"
@@ -226,13 +227,14 @@ func buildService(in buildInput, o *options) *dnszone.Service {
 	}
 	eps := make([]dnszone.Endpoint, 0, len(in.endpoints))
 	for _, ep := range in.endpoints {
-		host := endpointHostname(ep, o.endpointPodNames)
-		named := dnsname.IsLabel(host)
-		if !named {
-			log.Warningf("endpoint %s of %s: hostname %q is not a DNS label, skipped", ep.Addr, key, host)
+		// The dashed address is not kept: derived again when needed.
+		host := explicitHostname(ep, o.endpointPodNames)
+		named := dnsname.DashedIsLabel(ep.Addr)
+		if host != "" {
+			named = dnsname.IsLabel(host)
 		}
-		if host == dnsname.Dashed(ep.Addr) {
-			host = "" // derived again when needed: not kept in memory
+		if !named {
+			log.Warningf("endpoint %s of %s: hostname %q is not a DNS label, skipped", ep.Addr, key, cmp.Or(host, dnsname.Dashed(ep.Addr)))
 		}
 		eps = append(eps, dnszone.NewEndpoint(ep.Addr, host, 0, named))
 	}
@@ -254,16 +256,14 @@ func ports(ps []watchcache.Port, slicePorts map[string]int32) []dnszone.Port {
 	return out
 }
 
-// endpointHostname is the schema's hostname of an endpoint: its hostname
-// field, else (endpoint_pod_names) its pod's name, else its dashed address.
-func endpointHostname(ep watchcache.EndpointAddr, podNames bool) string {
-	switch {
-	case ep.Hostname != "":
-		return ep.Hostname
-	case podNames && ep.PodName != "":
+// explicitHostname is the schema's hostname of an endpoint when the API
+// gives one: its hostname field, else (endpoint_pod_names) its pod's name;
+// "" when it is named by its dashed address.
+func explicitHostname(ep watchcache.EndpointAddr, podNames bool) string {
+	if ep.Hostname == "" && podNames {
 		return ep.PodName
 	}
-	return dnsname.Dashed(ep.Addr)
+	return ep.Hostname
 }
 
 // serves tells whether services of namespace ns are visible: the

@@ -140,15 +140,16 @@ func buildImport(in importInput) *dnszone.Service {
 	g := newGroups(imp.Ports, in.slicePorts)
 	eps := make([]dnszone.Endpoint, 0, len(in.endpoints))
 	for _, ep := range in.endpoints {
-		host := hostname(ep)
-		named := dnsname.IsLabel(host)
+		// The dashed address of an endpoint without a hostname is not
+		// kept: derived again when needed.
+		named := dnsname.DashedIsLabel(ep.Addr)
+		if ep.Hostname != "" {
+			named = dnsname.IsLabel(ep.Hostname)
+		}
 		if !named {
-			log.Warningf("endpoint %s of %s: hostname %q is not a DNS label, it has no name of its own", ep.Addr, key, host)
+			log.Warningf("endpoint %s of %s: hostname %q is not a DNS label, it has no name of its own", ep.Addr, key, hostname(ep))
 		}
-		if ep.Hostname == "" {
-			host = "" // the dashed address: derived again when needed
-		}
-		eps = append(eps, dnszone.NewEndpoint(ep.Addr, host, g.of(ep), named))
+		eps = append(eps, dnszone.NewEndpoint(ep.Addr, ep.Hostname, g.of(ep), named))
 	}
 	return dnszone.NewHeadless(key, eps, ports(imp.Ports), g.list)
 }

@@ -214,3 +214,15 @@ func TrimZone(name, zone string) (string, bool) {
 	}
 	return name[:len(name)-len(zone)-1], true
 }
+
+// DashedIsLabel tells whether Dashed(a) is a DNS label, without making
+// it: every IPv4 address's is; an IPv6 address that begins or ends with
+// "::" gives a label that begins or ends with a dash.
+func DashedIsLabel(a netip.Addr) bool {
+	if a.Is4() {
+		return true
+	}
+	var buf [64]byte
+	b := a.AppendTo(buf[:0])
+	return len(b) > 0 && b[0] != ':' && b[len(b)-1] != ':' && a.Zone() == ""
+}

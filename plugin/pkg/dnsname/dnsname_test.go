@@ -102,3 +102,12 @@ func FuzzDashedAddr(f *testing.F) {
 		}
 	})
 }
+
+func TestDashedIsLabel(t *testing.T) {
+	for _, s := range []string{"10.0.0.1", "0.0.0.0", "fd00::1", "::1", "fd00::", "2001:db8:0:1:1:1:1:1", "::ffff:10.0.0.1"} {
+		a := netip.MustParseAddr(s)
+		if got, want := DashedIsLabel(a), IsLabel(Dashed(a)); got != want {
+			t.Errorf("DashedIsLabel(%s) = %v, want %v (%q)", s, got, want, Dashed(a))
+		}
+	}
+}

@@ -157,8 +157,34 @@ func NewHeadless(key string, eps []Endpoint, ports []Port, groups []Group) *Serv
 	}
 	s := &Service{key: key, kind: Headless, ports: namedPorts(ports), groups: groups}
 	s.setEndpoints(eps)
-	s.targets = len(s.srvTargets())
+	s.targets = s.countTargets()
 	return s
+}
+
+// countTargets counts the distinct host names, as srvTargets lists them,
+// without making the dashed labels: an endpoint named by its address is a
+// target of its own unless an explicit hostname spells the same.
+func (s *Service) countTargets() int {
+	explicit := map[string]struct{}{}
+	for i := range s.endpoints {
+		if e := &s.endpoints[i]; e.named() && e.host != "" {
+			explicit[e.host+s.groups[e.group].Suffix] = struct{}{}
+		}
+	}
+	n := len(explicit)
+	for i := range s.endpoints {
+		e := &s.endpoints[i]
+		if !e.named() || e.host != "" {
+			continue
+		}
+		if len(explicit) > 0 {
+			if _, ok := explicit[e.label()+s.groups[e.group].Suffix]; ok {
+				continue
+			}
+		}
+		n++
+	}
+	return n
 }
 
 // NewAlias is an ExternalName service: a CNAME to target.
