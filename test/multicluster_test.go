@@ -121,8 +121,6 @@ func (e *mcEnv) updateImport(ns, name string, change func(*mcsv1alpha1.ServiceIm
 
 // Objects.
 
-// Objects.
-
 func mcPort(name string, proto corev1.Protocol, port int32) mcsv1alpha1.ServicePort {
 	return mcsv1alpha1.ServicePort{Name: name, Protocol: proto, Port: port}
 }
