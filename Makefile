@@ -36,9 +36,12 @@ deps: ## install the Debian packages the tests use (dig)
 test: tools deps ## all tests: unit, fuzz seed corpora, integration against a real API server
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-lint: ## gofmt and go vet
+# staticcheck is built once per version into the tools cache (hack/tools.sh;
+# the version is pinned in hack/tools/staticcheck/go.mod).
+lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	staticcheck=$$(hack/tools.sh staticcheck | tail -n 1) && "$$staticcheck" ./...
 
 run: build tools ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
 	hack/run.sh

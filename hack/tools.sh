@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # tools.sh builds the etcd, kube-apiserver and kubectl binaries that the
-# integration tests (package test/kubeapi, the deploy/ tests) run. They go to a per-user cache outside the
+# integration tests (package test/kubeapi, the deploy/ tests) run, and the
+# staticcheck that `make lint` runs. They go to a per-user cache outside the
 # clone, one file per version, so that every clone and worktree shares them, a
 # clean of the clone does not cost another ten-minute build, and bumping a
 # version in hack/tools/<name>/go.mod builds the new one next to the old.
 #
-# Usage: hack/tools.sh [--print-dir]
+# Usage: hack/tools.sh [--print-dir | staticcheck]
+#   (none)       build the test tools; the last line on stdout is the tools
+#                directory.
 #   --print-dir  only print the tools directory; build nothing.
+#   staticcheck  build only staticcheck (not the test tools, whose build takes
+#                minutes); the last line on stdout is its path.
 #
-# Progress goes to stderr; the last line on stdout is the tools directory.
+# Progress goes to stderr.
 # SCHEMADNS_TOOLS_DIR overrides the directory.
 set -euo pipefail
 
@@ -44,9 +49,12 @@ lock() {
 	fi
 }
 
+# built is the path of the binary the last call of build made or found.
+built=
+
 # build NAME TOOLMOD MODULE PACKAGE [GO BUILD FLAGS...] builds PACKAGE inside
 # the module hack/tools/TOOLMOD into $dir/NAME-VERSION, VERSION being the one
-# that module's go.mod requires of MODULE.
+# that module's go.mod requires of MODULE, and sets built to that path.
 build() {
 	local name=$1 toolmod=$2 module=$3 pkg=$4
 	shift 4
@@ -57,6 +65,7 @@ build() {
 		exit 1
 	fi
 	local out=$dir/$name-$version
+	built=$out
 	if [[ -x $out ]]; then
 		return
 	fi
@@ -89,14 +98,27 @@ apiserver_ldflags() {
 }
 
 main() {
-	if [[ ${1:-} == --print-dir ]]; then
-		echo "$dir"
-		return
-	fi
-	if [[ $# -gt 0 ]]; then
-		echo "usage: $0 [--print-dir]" >&2
+	if [[ $# -gt 1 ]]; then
+		echo "usage: $0 [--print-dir | staticcheck]" >&2
 		exit 2
 	fi
+	case ${1:-} in
+	--print-dir)
+		echo "$dir"
+		return
+		;;
+	staticcheck)
+		mkdir -p "$dir"
+		build staticcheck staticcheck honnef.co/go/tools honnef.co/go/tools/cmd/staticcheck
+		echo "$built"
+		return
+		;;
+	"") ;;
+	*)
+		echo "usage: $0 [--print-dir | staticcheck]" >&2
+		exit 2
+		;;
+	esac
 	mkdir -p "$dir"
 	build etcd etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3
 	local version ldflags

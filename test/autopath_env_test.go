@@ -96,7 +96,7 @@ func newApEnv(tb testing.TB, opts apOptions) *apEnv {
 		apShortSvc + "." + apNamespace + ".svc." + apCluster + ".": e.webIP,
 		apOtherSvc + "." + apOtherNS + ".svc." + apCluster + ".":   e.dbIP,
 	} {
-		eventually(tb, ksSettle, name+" in the cluster DNS", func() bool {
+		eventually(tb, settleTimeout, name+" in the cluster DNS", func() bool {
 			r, err := apExchange(e.cluster+":53", name, dns.TypeA)
 			return err == nil && len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == ip
 		})
@@ -162,7 +162,7 @@ func (e *apEnv) service(ns, name string) string {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		e.t.Fatalf("create namespace %s: %v", ns, err)
 	}
-	svc, err := e.kube.CoreV1().Services(ns).Create(ctx, ksClusterIP(name, ksPort("http", corev1.ProtocolTCP, 80)), metav1.CreateOptions{})
+	svc, err := e.kube.CoreV1().Services(ns).Create(ctx, clusterIPService(name, servicePort("http", corev1.ProtocolTCP, 80)), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		svc, err = e.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	}

@@ -6,12 +6,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/coredns/plugins"
 )
 
 var (
@@ -43,19 +47,48 @@ func coreDNSBinary(t *testing.T) string {
 	return binPath
 }
 
+// TestBinaryListsPluginsAndVersion: -plugins prints what stock CoreDNS
+// 1.15 prints (coremain.Run prints caddy.DescribePlugins): caddy's plugin
+// registry one name a line, sorted by server type and name ("dns.acl" to
+// "dns.whoami", then "on", caddy's own, of no server type), the "dns."
+// prefix dropped, and an empty line. Every directive of plugin.cfg, ours
+// included, is registered once, as a plugin of the dns server type.
+// -version prints CoreDNS's version and this project's.
 func TestBinaryListsPluginsAndVersion(t *testing.T) {
 	bin := coreDNSBinary(t)
 	out, err := exec.Command(bin, "-plugins").CombinedOutput()
 	if err != nil {
 		t.Fatalf("-plugins: %v\n%s", err, out)
 	}
-	listed := map[string]bool{}
-	for _, line := range strings.Split(string(out), "\n") {
-		listed[strings.TrimSpace(line)] = true
+	// The test binary links the same plugins (through coredns/plugins), so
+	// its registry is the binary's.
+	registered := caddy.ListPlugins()["others"]
+	var want strings.Builder
+	for _, p := range registered {
+		want.WriteString(strings.TrimPrefix(p, "dns.") + "\n")
 	}
-	for _, p := range []string{"kubeschema", "multicluster", "edns0autopath", "gensearchpath", "kubernetes", "forward", "cache"} {
-		if !listed[p] {
-			t.Errorf("-plugins does not list %s:\n%s", p, out)
+	want.WriteString("\n")
+	if string(out) != want.String() {
+		t.Errorf("-plugins printed:\n%s\nwant CoreDNS's list:\n%s", out, want.String())
+	}
+	if !slices.IsSorted(registered) {
+		t.Errorf("caddy's registry is not sorted: %q", registered)
+	}
+	if len(registered) != len(plugins.Directives) {
+		t.Errorf("%d plugins registered, plugin.cfg has %d directives:\n%q\n%q", len(registered), len(plugins.Directives), registered, plugins.Directives)
+	}
+	for _, d := range plugins.Directives {
+		name := "dns." + d
+		if d == "on" {
+			name = d
+		}
+		if !slices.Contains(registered, name) {
+			t.Errorf("plugin.cfg's %s is not registered as %s", d, name)
+		}
+	}
+	for _, p := range []string{"dns.kubeschema", "dns.multicluster", "dns.gensearchpath", "dns.edns0autopath", "dns.kubernetes", "dns.forward", "dns.cache"} {
+		if !slices.Contains(registered, p) {
+			t.Errorf("%s is not registered: %q", p, registered)
 		}
 	}
 	out, err = exec.Command(bin, "-version").CombinedOutput()

@@ -2,45 +2,136 @@ package test
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/coredns/caddy"
-	"github.com/coredns/coredns/core/dnsserver"
-	"github.com/schemadns/schemadns/coredns/plugins"
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/miekg/dns"
 )
 
+// readmeQuery is a query a README's corefile block must answer, and the
+// exact reply.
+type readmeQuery struct {
+	name  string
+	qtype uint16
+	want  wantReply
+}
+
+// readmeQueries are, for every README, the query each of its ~~~ corefile
+// blocks must answer, block by block: a README with more or fewer blocks
+// than listed here fails the test. Every block is served with the shared
+// API server, where the service kubernetes.default has the cluster IP
+// 10.96.0.1 and the namespace default exists.
+func readmeQueries() map[string][]readmeQuery {
+	const (
+		apiIP   = "10.96.0.1"
+		apiName = "kubernetes.default.svc.cluster.local."
+	)
+	apiPTR := readmeQuery{"1.0.96.10.in-addr.arpa.", dns.TypePTR, answer(rrLine("1.0.96.10.in-addr.arpa.", "PTR", apiName))}
+	// A search-domain name: the servers answer it with a CNAME to the
+	// first candidate that exists, then its records.
+	autopath := func(cluster string) readmeQuery {
+		name := "kubernetes.search.default." + cluster + "ap.k8s.io."
+		found := "kubernetes.default.svc." + cluster
+		return readmeQuery{name, dns.TypeA, wantReply{answer: []string{
+			rrLine(name, "CNAME", found), rrLine(found, "A", apiIP)}, ordered: true}}
+	}
+	return map[string][]readmeQuery{
+		// kubeschema and multicluster in one server: kubeschema answers
+		// the reverse name of the address it owns.
+		"../README.md": {apiPTR},
+		"../plugin/kubeschema/README.md": {
+			// pods insecure: any address in any namespace.
+			{"10-1-2-3.default.pod.cluster.local.", dns.TypeA, answer(rrLine("10-1-2-3.default.pod.cluster.local.", "A", "10.1.2.3"))},
+			// namespaces default team-a: default is served.
+			{apiName, dns.TypeA, answer(rrLine(apiName, "A", apiIP))},
+		},
+		"../plugin/multicluster/README.md": {
+			// An address nobody owns: kubeschema falls through, and
+			// multicluster says NXDOMAIN with its SOA.
+			{"254.255.247.10.in-addr.arpa.", dns.TypePTR, nxdomain(soaLine(reverse4Zone, clustersetZone))},
+			{"dns-version." + clustersetZone, dns.TypeTXT, answer(rrLine("dns-version."+clustersetZone, "TXT", `"1.0.0"`))},
+		},
+		"../plugin/edns0autopath/README.md": {
+			autopath(clusterZone),
+			// cluster_suffix cluster.example.
+			autopath("cluster.example."),
+		},
+		// The node-local cache, in front of the test's cluster DNS.
+		"../plugin/gensearchpath/README.md": {autopath(clusterZone), autopath(clusterZone)},
+	}
+}
+
+// readmeClusterDNS is the cluster DNS that the node-local Corefiles of the
+// gensearchpath README forward to (10.96.0.10 there): port, kubeconfig.
+const readmeClusterDNS = `.:%d {
+    bind 127.0.0.1
+    edns0autopath
+    kubeschema cluster.local {
+        kubeconfig %s
+    }
+}
+`
+
 // TestReadmeCorefiles starts a server from every `~~~ corefile` block of
-// every README, so the documented examples keep working. Ports become 0
-// on loopback and kubeconfig paths point at the test API server; nothing
-// else is changed.
+// every README, so the documented examples keep working, and checks that
+// each gives the exact reply to its query in readmeQueries. The blocks are
+// adapted to the test machine (forTest); nothing else is changed.
 func TestReadmeCorefiles(t *testing.T) {
-	c := kubeapi.Shared(t)
+	e := newKubeEnv(t)
+	upstream := startStubUpstream(t)
+	clusterPort := freeLoopbackPort(t)
+	startServer(t, fmt.Sprintf(readmeClusterDNS, clusterPort, e.kubeconfig))
+	env := readmeEnv{kubeconfig: e.kubeconfig, upstream: upstream.addr, clusterDNS: fmt.Sprintf("127.0.0.1:%d", clusterPort)}
+
 	readmes, err := filepath.Glob("../plugin/*/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readmes = append(readmes, "../README.md")
+	queries := readmeQueries()
+	total := 0
 	for _, readme := range readmes {
-		for i, block := range corefileBlocks(t, readme) {
-			corefile := forTest(block, c.Kubeconfig)
-			t.Run(filepath.Base(filepath.Dir(readme))+"/"+string(rune('a'+i)), func(t *testing.T) {
-				caddyMu.Lock()
-				defer caddyMu.Unlock()
-				dnsserver.Directives = plugins.Directives
-				dnsserver.Quiet = true
-				inst, err := caddy.Start(caddy.CaddyfileInput{Contents: []byte(corefile), Filepath: readme, ServerTypeName: "dns"})
-				if err != nil {
-					t.Fatalf("%s block %d does not start: %v\n%s", readme, i+1, err, corefile)
-				}
-				inst.Stop()
-				inst.ShutdownCallbacks()
+		blocks := corefileBlocks(t, readme)
+		total += len(blocks)
+		want, listed := queries[readme]
+		if !listed || len(want) == 0 {
+			t.Errorf("%s has %d corefile blocks; readmeQueries lists no query for it", readme, len(blocks))
+			continue
+		}
+		if len(blocks) != len(want) {
+			t.Errorf("%s has %d corefile blocks, want %d", readme, len(blocks), len(want))
+			continue
+		}
+		label := filepath.Base(filepath.Dir(readme))
+		if label == ".." {
+			label = "README"
+		}
+		for i, block := range blocks {
+			q := want[i]
+			corefile := forTest(block, env)
+			t.Run(label+"/"+string(rune('a'+i)), func(t *testing.T) {
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("%s block %d, as served:\n%s", readme, i+1, corefile)
+					}
+				})
+				s := startServer(t, corefile)
+				expect(t, s, "udp", q.name, q.qtype, q.want, settleTimeout)
 			})
 		}
+	}
+	for readme := range queries {
+		if !slices.Contains(readmes, readme) {
+			t.Errorf("%s is listed in readmeQueries but not found", readme)
+		}
+	}
+	if total == 0 {
+		t.Errorf("no corefile block in %v", readmes)
 	}
 }
 
@@ -70,24 +161,41 @@ func corefileBlocks(t *testing.T, path string) []string {
 	return blocks
 }
 
+// readmeEnv is what forTest points a documented Corefile at.
+type readmeEnv struct {
+	kubeconfig string
+	// upstream stands in for the resolvers of /etc/resolv.conf.
+	upstream string
+	// clusterDNS stands in for the cluster DNS at 10.96.0.10.
+	clusterDNS string
+}
+
 var (
 	serverPort   = regexp.MustCompile(`(?m)^(\S*?):\d+(\s*\{)`)
 	bareServer   = regexp.MustCompile(`(?m)^([a-z.]+[a-z])(\s*\{)`)
+	serverBlock  = regexp.MustCompile(`(?m)^(\S+:0\s*\{)$`)
 	listenAddr   = regexp.MustCompile(`(?m)^(\s*(?:prometheus|health|ready))(?:\s+\S*:\d+)?\s*$`)
 	kubeconfig   = regexp.MustCompile(`(?m)^(\s*kubeconfig)\s+\S+`)
 	openKubeStub = regexp.MustCompile(`(?m)^(\s*(?:kubeschema|multicluster)\b[^{\n]*\{)\s*$`)
 	bareKube     = regexp.MustCompile(`(?m)^(\s*(?:kubeschema|multicluster)\b[^{\n]*)$`)
+	resolvConf   = regexp.MustCompile(`(?m)^(\s*forward\s+\S+\s+)/etc/resolv\.conf\b`)
 )
 
-// forTest adapts a documented Corefile to a test machine.
-func forTest(block, kc string) string {
+// forTest adapts a documented Corefile to a test machine: servers listen
+// on port 0 of loopback, and so do prometheus, health and ready;
+// kubeconfig paths point at the test API server; forward goes to the
+// test's upstream instead of /etc/resolv.conf's, and to its cluster DNS
+// instead of 10.96.0.10.
+func forTest(block string, env readmeEnv) string {
 	s := serverPort.ReplaceAllString(block, "${1}:0${2}")
 	s = bareServer.ReplaceAllString(s, "${1}:0${2}")
+	s = serverBlock.ReplaceAllString(s, "${1}\n    bind 127.0.0.1")
 	s = listenAddr.ReplaceAllString(s, "${1} 127.0.0.1:0")
-	s = kubeconfig.ReplaceAllString(s, "${1} "+kc)
+	s = kubeconfig.ReplaceAllString(s, "${1} "+env.kubeconfig)
 	if !strings.Contains(s, "kubeconfig") {
-		s = openKubeStub.ReplaceAllString(s, "${1}\n        kubeconfig "+kc)
-		s = bareKube.ReplaceAllString(s, "${1} {\n        kubeconfig "+kc+"\n    }")
+		s = openKubeStub.ReplaceAllString(s, "${1}\n        kubeconfig "+env.kubeconfig)
+		s = bareKube.ReplaceAllString(s, "${1} {\n        kubeconfig "+env.kubeconfig+"\n    }")
 	}
-	return s
+	s = resolvConf.ReplaceAllString(s, "${1}"+env.upstream)
+	return strings.ReplaceAll(s, "10.96.0.10", env.clusterDNS)
 }

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -11,11 +10,8 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
 // TestReloadKeepsAnsweringAndLeaksNothing reloads the server (as the
@@ -23,19 +19,12 @@ import (
 // queries without pause: every query is answered, and after many reloads
 // the goroutine count is where it was after the first (no watch leaks).
 func TestReloadKeepsAnsweringAndLeaksNothing(t *testing.T) {
-	c := kubeapi.Shared(t)
-	ctx := context.Background()
-	ns := "reload-test"
-	if _, err := c.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: corev1.ServiceSpec{ClusterIP: "10.96.200.10", Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}
-	if _, err := c.Client().CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e := newKubeEnv(t)
+	ns := e.namespace("reload")
+	e.createService(ns, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.200.10", Ports: []corev1.ServicePort{servicePort("http", corev1.ProtocolTCP, 80)}}})
 	corefile := func(ttl int) string {
-		return fmt.Sprintf(".:0 {\n bind 127.0.0.1\n kubeschema cluster.local {\n  kubeconfig %s\n  ttl %d\n }\n}\n", c.Kubeconfig, ttl)
+		return fmt.Sprintf(".:0 {\n bind 127.0.0.1\n kubeschema cluster.local {\n  kubeconfig %s\n  ttl %d\n }\n}\n", e.kubeconfig, ttl)
 	}
 	s := startServer(t, corefile(5))
 	name := "web." + ns + ".svc.cluster.local."
@@ -103,20 +92,4 @@ func TestReloadKeepsAnsweringAndLeaksNothing(t *testing.T) {
 	eventually(t, 10*time.Second, fmt.Sprintf("goroutines back to %d", base), func() bool {
 		return runtime.NumGoroutine() <= base+5
 	})
-}
-
-// gaugeValue reads an unlabelled gauge from the default registry.
-func gaugeValue(t *testing.T, name string) float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }

@@ -1,5 +1,5 @@
 // Command gen turns plugin.cfg into the directive order and the plugin
-// imports of the coredns binary (zdirectives.go).
+// imports of the coredns binary (coredns/plugins/zplugins.go).
 package main
 
 import (
