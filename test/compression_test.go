@@ -22,17 +22,17 @@ func TestCompressedAnswers(t *testing.T) {
 	s := e.server(nil, "cache 30")
 
 	const n = 300
-	e.createService(ns, ksHeadless("big", ksPort("http", corev1.ProtocolTCP, 80)))
-	var eps []ksEP
+	e.createService(ns, headlessService("big", servicePort("http", corev1.ProtocolTCP, 80)))
+	var eps []endpoint
 	var want []string
 	name := ksSvc("big", ns)
 	for i := range n {
 		ip := fmt.Sprintf("10.244.%d.%d", 10+i/200, 1+i%200)
-		eps = append(eps, ksEP{addr: ip})
-		want = append(want, ksRR(name, "A", ip))
+		eps = append(eps, endpoint{addr: ip})
+		want = append(want, rrLine(name, "A", ip))
 	}
-	e.createSlice(ns, ksSlice("big-1", "big", []discoveryv1.EndpointPort{ksSlicePort("http", corev1.ProtocolTCP, 8080)}, eps...))
-	ksExpect(t, s, "tcp", name, dns.TypeA, ksAnswer(want...), ksSettle)
+	e.createSlice(ns, endpointSlice("big-1", "big", []discoveryv1.EndpointPort{slicePort("http", corev1.ProtocolTCP, 8080)}, eps...))
+	expect(t, s, "tcp", name, dns.TypeA, answer(want...), settleTimeout)
 
 	for _, try := range []string{"first", "cached"} {
 		m, wire := rawExchange(t, "tcp", s.TCP, name, 0)
