@@ -45,11 +45,17 @@ func (c *Cache) publish(ev Event) {
 	}
 }
 
-// handler turns informer notifications into Events.
-func (c *Cache) handler(k Kind) cache.ResourceEventHandler {
+// handler keeps the informer's indexes and turns its notifications into
+// Events. The indexes change before the event goes out, so a consumer
+// that reads them on an event finds the change.
+func (c *Cache) handler(k Kind, idx *indexes) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { c.notify(k, obj) },
+		AddFunc: func(obj any) {
+			idx.update(nil, obj)
+			c.notify(k, obj)
+		},
 		UpdateFunc: func(old, obj any) {
+			idx.update(old, obj)
 			// A slice moved to another service changes both.
 			if o, n := eventFor(k, old), eventFor(k, obj); o.Name != n.Name || o.Import != n.Import {
 				c.notify(k, old)
@@ -60,6 +66,7 @@ func (c *Cache) handler(k Kind) cache.ResourceEventHandler {
 			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = t.Obj
 			}
+			idx.update(obj, nil)
 			c.notify(k, obj)
 		},
 	}

@@ -30,7 +30,7 @@ func BenchmarkStoreHeap(b *testing.B) {
 	for b.Loop() {
 		var total float64
 		for _, k := range []Kind{Services, EndpointSlices, Pods} {
-			heap := storeHeap(b, c.source(k), func(add func(any)) {
+			heap := storeHeap(b, k, c.source(k), func(add func(any)) {
 				for i := range services {
 					switch k {
 					case Services:
@@ -52,11 +52,12 @@ func BenchmarkStoreHeap(b *testing.B) {
 	}
 }
 
-// storeHeap fills an indexer as the informer would (transform, then the
-// source's indexes) and returns the live heap it holds, in MiB.
-func storeHeap(b *testing.B, src source, fill func(add func(any))) float64 {
+// storeHeap fills a store and the kind's indexes as the informer would
+// (transform, store, indexes) and returns the live heap they hold, in MiB.
+func storeHeap(b *testing.B, k Kind, src source, fill func(add func(any))) float64 {
 	before := liveHeap()
-	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, src.indexers)
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	idx := newIndexes(k)
 	fill(func(obj any) {
 		t, err := src.transform(obj)
 		if err == nil {
@@ -65,9 +66,11 @@ func storeHeap(b *testing.B, src source, fill func(add func(any))) float64 {
 		if err != nil {
 			b.Fatal(err)
 		}
+		idx.update(nil, t)
 	})
 	after := liveHeap()
 	runtime.KeepAlive(store)
+	runtime.KeepAlive(idx)
 	return float64(after-before) / (1 << 20)
 }
 

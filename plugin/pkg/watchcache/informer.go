@@ -19,7 +19,8 @@ import (
 // informer watches one resource.
 type informer struct {
 	kind       Kind
-	store      cache.Indexer
+	store      cache.Store
+	idx        *indexes
 	controller cache.Controller
 	state      *connState
 	// refs counts the handles that asked for this resource; guarded by
@@ -29,12 +30,11 @@ type informer struct {
 	done   chan struct{}
 }
 
-// source is how one resource is listed, converted and indexed.
+// source is how one resource is listed and converted.
 type source struct {
 	lw        *cache.ListWatch
 	example   runtime.Object
 	transform cache.TransformFunc
-	indexers  cache.Indexers
 }
 
 func (c *Cache) source(k Kind) source {
@@ -43,34 +43,33 @@ func (c *Cache) source(k Kind) source {
 	switch k {
 	case Services:
 		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "services", metav1.NamespaceAll, sel),
-			&corev1.Service{}, toService, cache.Indexers{}}
+			&corev1.Service{}, toService}
 	case EndpointSlices:
 		return source{cache.NewFilteredListWatchFromClient(c.core.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, sel),
-			&discoveryv1.EndpointSlice{}, sliceTransform(c.cfg.EndpointPodNames), cache.Indexers{indexService: sliceService, indexImport: sliceImport}}
+			&discoveryv1.EndpointSlice{}, sliceTransform(c.cfg.EndpointPodNames)}
 	case Namespaces:
 		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
-			&corev1.Namespace{}, toNamespace, cache.Indexers{}}
+			&corev1.Namespace{}, toNamespace}
 	case Pods:
 		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, all),
-			&corev1.Pod{}, toPod, cache.Indexers{indexIP: podIPs}}
+			&corev1.Pod{}, toPod}
 	default:
 		return source{cache.NewFilteredListWatchFromClient(c.mcs.MulticlusterV1alpha1().RESTClient(), "serviceimports", metav1.NamespaceAll, all),
-			&mcsv1alpha1.ServiceImport{}, toServiceImport, cache.Indexers{}}
+			&mcsv1alpha1.ServiceImport{}, toServiceImport}
 	}
 }
 
 func (c *Cache) newInformer(k Kind) *informer {
 	src := c.source(k)
 	state := newConnState(k)
+	idx := newIndexes(k)
 	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: state.instrument(src.lw),
 		ObjectType:    src.example,
-		Handler:       c.handler(k),
-		Indexers:      src.indexers,
+		Handler:       c.handler(k, idx),
 		Transform:     src.transform,
 	})
-	// Non-nil Indexers make the store an Indexer.
-	return &informer{kind: k, store: store.(cache.Indexer), controller: controller, state: state}
+	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state}
 }
 
 // start runs the informer, and checkAccess beside it so that a missing

@@ -6,45 +6,6 @@ import (
 	"slices"
 )
 
-// Index names.
-const (
-	indexService = "service" // namespace/service-name label of a slice
-	indexImport  = "import"  // namespace/MCS service-name label of a slice
-	// indexIP: every address of a pod (pods verified asks at query time).
-	// Services and slices have none: multicluster, the one consumer of
-	// theirs, keeps its own compact set (an index costs a string and a
-	// set per address).
-	indexIP = "ip"
-)
-
-func sliceService(obj any) ([]string, error) {
-	if s, ok := obj.(*EndpointSlice); ok && s.Service != "" {
-		return []string{s.namespace + "/" + s.Service}, nil
-	}
-	return nil, nil
-}
-
-func sliceImport(obj any) ([]string, error) {
-	if s, ok := obj.(*EndpointSlice); ok && s.MultiClusterService != "" {
-		return []string{s.namespace + "/" + s.MultiClusterService}, nil
-	}
-	return nil, nil
-}
-
-func podIPs(obj any) ([]string, error) {
-	if p, ok := obj.(*Pod); ok {
-		return appendAddrs(nil, p.IPs), nil
-	}
-	return nil, nil
-}
-
-func appendAddrs(out []string, addrs []netip.Addr) []string {
-	for _, a := range addrs {
-		out = append(out, a.String())
-	}
-	return out
-}
-
 // store returns the informer store of k, or nil when k is not watched.
 func (c *Cache) store(k Kind) storeReader {
 	c.mu.RLock()
@@ -55,11 +16,21 @@ func (c *Cache) store(k Kind) storeReader {
 	return nil
 }
 
-// storeReader is the read half of cache.Indexer.
+// storeReader is the read half of cache.Store.
 type storeReader interface {
 	GetByKey(key string) (any, bool, error)
 	List() []any
-	ByIndex(index, value string) ([]any, error)
+}
+
+// indexesOf returns the indexes of k's informer, or nil when k is not
+// watched.
+func (c *Cache) indexesOf(k Kind) *indexes {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if inf, ok := c.informers[k]; ok {
+		return inf.idx
+	}
+	return nil
 }
 
 func get[T any](c *Cache, k Kind, key string) *T {
@@ -83,15 +54,6 @@ func list[T any](c *Cache, k Kind) []*T {
 	return typed[T](st.List())
 }
 
-func byIndex[T any](c *Cache, k Kind, index, value string) []*T {
-	st := c.store(k)
-	if st == nil {
-		return nil
-	}
-	objs, _ := st.ByIndex(index, value)
-	return typed[T](objs)
-}
-
 func typed[T any](objs []any) []*T {
 	out := make([]*T, 0, len(objs))
 	for _, o := range objs {
@@ -108,14 +70,22 @@ func (c *Cache) Service(ns, name string) *Service { return get[Service](c, Servi
 // Services returns every cached service.
 func (c *Cache) Services() []*Service { return list[Service](c, Services) }
 
-// SlicesForService returns the EndpointSlices of the service ns/name.
+// SlicesForService returns the EndpointSlices of the service ns/name
+// (read only).
 func (c *Cache) SlicesForService(ns, name string) []*EndpointSlice {
-	return byIndex[EndpointSlice](c, EndpointSlices, indexService, ns+"/"+name)
+	if x := c.indexesOf(EndpointSlices); x != nil {
+		return x.slicesByService.get(nsName{ns, name})
+	}
+	return nil
 }
 
-// SlicesForImport returns the EndpointSlices of the ServiceImport ns/name.
+// SlicesForImport returns the EndpointSlices of the ServiceImport ns/name
+// (read only).
 func (c *Cache) SlicesForImport(ns, name string) []*EndpointSlice {
-	return byIndex[EndpointSlice](c, EndpointSlices, indexImport, ns+"/"+name)
+	if x := c.indexesOf(EndpointSlices); x != nil {
+		return x.slicesByImport.get(nsName{ns, name})
+	}
+	return nil
 }
 
 // EndpointSlices returns every cached EndpointSlice. There is no index of
@@ -123,8 +93,13 @@ func (c *Cache) SlicesForImport(ns, name string) []*EndpointSlice {
 // one consumer (multicluster) that keeps the few facts it needs itself.
 func (c *Cache) EndpointSlices() []*EndpointSlice { return list[EndpointSlice](c, EndpointSlices) }
 
-// PodsByIP returns the pods with the address a.
-func (c *Cache) PodsByIP(a netip.Addr) []*Pod { return byIndex[Pod](c, Pods, indexIP, a.String()) }
+// PodsByIP returns the pods with the address a (read only).
+func (c *Cache) PodsByIP(a netip.Addr) []*Pod {
+	if x := c.indexesOf(Pods); x != nil {
+		return x.podsByIP.get(a)
+	}
+	return nil
+}
 
 // Namespace returns the namespace name, or nil.
 func (c *Cache) Namespace(name string) *Namespace { return get[Namespace](c, Namespaces, name) }
