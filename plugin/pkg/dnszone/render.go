@@ -25,6 +25,20 @@ func (q *Query) single(rr dns.RR) []dns.RR {
 	return q.r.one[:]
 }
 
+// zoneNames are the names of a zone's SOA, made once.
+type zoneNames struct{ ns, mbox string }
+
+// names are the SOA names of zone zi.
+func (srv *Server) names(zi int) zoneNames {
+	srv.namesOnce.Do(func() {
+		for _, z := range srv.Zones {
+			ns := srv.nsName(z)
+			srv.zoneNames = append(srv.zoneNames, zoneNames{ns: ns, mbox: "hostmaster." + strings.TrimPrefix(ns, "ns.dns.")})
+		}
+	})
+	return srv.zoneNames[zi]
+}
+
 // nsName is the nameserver's name for zone: ns.dns.<zone> of the first
 // forward zone (reverse zones point there too).
 func (srv *Server) nsName(zone string) string {
@@ -36,10 +50,9 @@ func (srv *Server) nsName(zone string) string {
 
 // soa is the SOA of zone zi at the snapshot's serial.
 func (srv *Server) soa(s *Snapshot, zi int, owner string) dns.SOA {
-	zone := srv.Zones[zi]
-	ns := srv.nsName(zone)
+	n := srv.names(zi)
 	return dns.SOA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: srv.TTL},
-		Ns: ns, Mbox: "hostmaster." + strings.TrimPrefix(ns, "ns.dns."), Serial: s.serial,
+		Ns: n.ns, Mbox: n.mbox, Serial: s.serial,
 		Refresh: soaRefresh, Retry: soaRetry, Expire: soaExpire, Minttl: srv.TTL}
 }
 
@@ -151,7 +164,7 @@ func (q *Query) addrsFor(svc *Service, sel selection, ttl uint32) []dns.RR {
 
 // addrs renders the address records of sel owned by owner, starting one
 // further each call when turn is set (rotation), in as few allocations as
-// the count allows: the reply's own record for one IPv4 address, else one
+// the count allows: the reply's own record for one address, else one
 // slice and one array of records per family.
 func (q *Query) addrs(svc *Service, sel selection, turn *atomic.Uint32, owner string, ttl uint32) []dns.RR {
 	n := sel.len()
@@ -162,9 +175,13 @@ func (q *Query) addrs(svc *Service, sel selection, turn *atomic.Uint32, owner st
 	if turn != nil && n > 1 {
 		start = int(turn.Add(1) % uint32(n))
 	}
-	if e := &svc.endpoints[sel.at(0)]; n == 1 && e.is4() && q.r.a.A == nil {
-		q.r.a = dns.A{Hdr: q.hdr(owner, dns.TypeA, ttl), A: e.ip()}
-		return q.single(&q.r.a)
+	if e := &svc.endpoints[sel.at(0)]; n == 1 && q.r.one[0] == nil {
+		if e.is4() {
+			q.r.a = dns.A{Hdr: q.hdr(owner, dns.TypeA, ttl), A: e.ip()}
+			return q.single(&q.r.a)
+		}
+		q.r.aaaa = dns.AAAA{Hdr: q.hdr(owner, dns.TypeAAAA, ttl), AAAA: e.ip()}
+		return q.single(&q.r.aaaa)
 	}
 	return appendAddrs(make([]dns.RR, 0, n), svc, sel, start, owner, ttl)
 }

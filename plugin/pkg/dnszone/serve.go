@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -45,6 +46,10 @@ type Server struct {
 	Replies *Counters
 
 	snap atomic.Pointer[Snapshot]
+	// zoneNames are the SOA's names by zone, made on first use (Zones are
+	// set by then).
+	namesOnce sync.Once
+	zoneNames []zoneNames
 }
 
 // ErrNotSynced is ServeDNS's error before the first snapshot.
@@ -93,12 +98,13 @@ var NXDomain = Result{Rcode: dns.RcodeNameError}
 // records, so that a one-record answer and a negative answer take one
 // allocation.
 type reply struct {
-	q   Query
-	msg dns.Msg
-	one [1]dns.RR
-	a   dns.A
-	ns  [1]dns.RR
-	soa dns.SOA
+	q    Query
+	msg  dns.Msg
+	one  [1]dns.RR
+	a    dns.A
+	aaaa dns.AAAA
+	ns   [1]dns.RR
+	soa  dns.SOA
 }
 
 // ServeDNS implements plugin.Handler's method for the plugin.
