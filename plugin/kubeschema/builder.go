@@ -132,7 +132,7 @@ func (b *builder) Apply() {
 		if svc := b.cache.Service(ev.Namespace, ev.Name); svc != nil {
 			kind = svc.Kind
 		}
-		observeProgrammed(kind, ev)
+		metrics.ObserveProgrammed(kind, ev)
 	}
 }
 

@@ -57,7 +57,6 @@ type Kubeschema struct {
 	// data is the cache the snapshot is built from (pods verified reads it
 	// at query time).
 	data source
-	stop func()
 }
 
 // Name implements plugin.Handler.

@@ -30,7 +30,7 @@ func setup(c *caddy.Controller) error {
 	k.NSAddrs = dnszone.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
 	dnszone.InstallCompression(dnsserver.GetConfig(c))
 	c.OnStartup(k.start)
-	c.OnShutdown(k.shutdown)
+	c.OnShutdown(k.Shutdown)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		k.Next = next
 		return k
@@ -41,7 +41,7 @@ func setup(c *caddy.Controller) error {
 // newKubeschema is a handler with the default options.
 func newKubeschema() *Kubeschema {
 	k := &Kubeschema{opts: options{startupTimeout: defaultStartupTimeout}}
-	k.Plugin, k.TTL, k.Version, k.Replies = pluginName, defaultTTL, SchemaVersion, replies
+	k.Plugin, k.TTL, k.Version, k.Replies = pluginName, defaultTTL, SchemaVersion, metrics.Replies
 	k.Schema = k
 	return k
 }
@@ -154,29 +154,15 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 	return nil
 }
 
-// start connects to the shared cache and waits up to startup_timeout for
-// the first snapshot; after that, serving starts anyway (with SERVFAIL
-// until the cache syncs) and the problem stays in the log.
+// start connects to the shared cache (see dnszone.Server.Start).
 func (k *Kubeschema) start() error {
-	started, err := watchcache.Consumer{
-		Config: k.cfg, Kinds: k.kinds(), StartupTimeout: k.opts.startupTimeout, Synced: syncedInstances,
+	h, err := k.Start(watchcache.Consumer{
+		Config: k.cfg, Kinds: k.kinds(), StartupTimeout: k.opts.startupTimeout,
 		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(k, h) },
-		Published:  func() bool { return k.Snapshot() != nil },
-	}.Start()
+	}, metrics)
 	if err != nil {
-		return plugin.Error(pluginName, err)
+		return err
 	}
-	k.data, k.stop = started.Handle, started.Stop
-	if started.Late != nil {
-		log.Warningf("starting to serve before the API server answered (startup_timeout %s): %v", k.opts.startupTimeout, started.Late)
-	}
-	return nil
-}
-
-func (k *Kubeschema) shutdown() error {
-	if k.stop != nil {
-		k.stop()
-		k.stop = nil
-	}
+	k.data = h
 	return nil
 }

@@ -141,7 +141,7 @@ func (b *builder) Apply() {
 	}
 	b.m.Publish(e.Done())
 	for _, ev := range dirty {
-		observeProgrammed(b.kindOf(old, ev), ev)
+		metrics.ObserveProgrammed(b.kindOf(old, ev), ev)
 	}
 }
 

@@ -146,7 +146,7 @@ func TestMulticlusterImportChanges(t *testing.T) {
 
 func sampleCount(kind watchcache.ServiceKind) uint64 {
 	var m dto.Metric
-	if err := programming.WithLabelValues(string(kind)).(prometheus.Metric).Write(&m); err != nil {
+	if err := metrics.Programming.WithLabelValues(string(kind)).(prometheus.Metric).Write(&m); err != nil {
 		panic(err)
 	}
 	return m.GetHistogram().GetSampleCount()

@@ -32,7 +32,6 @@ type Multicluster struct {
 
 	startupTimeout time.Duration
 	cfg            watchcache.Config
-	stop           func()
 }
 
 // Name implements plugin.Handler.

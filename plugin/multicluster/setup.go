@@ -27,7 +27,7 @@ func setup(c *caddy.Controller) error {
 	m.NSAddrs = dnszone.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
 	dnszone.InstallCompression(dnsserver.GetConfig(c))
 	c.OnStartup(m.start)
-	c.OnShutdown(m.shutdown)
+	c.OnShutdown(m.Shutdown)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		m.Next = next
 		return m
@@ -38,7 +38,7 @@ func setup(c *caddy.Controller) error {
 // newMulticluster is a handler with the default options.
 func newMulticluster() *Multicluster {
 	m := &Multicluster{startupTimeout: defaultStartupTimeout}
-	m.Plugin, m.TTL, m.Version, m.Replies = pluginName, defaultTTL, SchemaVersion, replies
+	m.Plugin, m.TTL, m.Version, m.Replies = pluginName, defaultTTL, SchemaVersion, metrics.Replies
 	m.Schema = m
 	return m
 }
@@ -94,30 +94,12 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 	return nil
 }
 
-// start connects to the shared cache (the same one as kubeschema's when
-// the connection options are equal) and waits up to startup_timeout for
-// the first snapshot; after that, serving starts anyway (with SERVFAIL
-// until the cache syncs) and the problem stays in the log.
+// start connects to the shared cache, the same one as kubeschema's when
+// the connection options are equal (see dnszone.Server.Start).
 func (m *Multicluster) start() error {
-	started, err := watchcache.Consumer{
-		Config: m.cfg, Kinds: kinds, StartupTimeout: m.startupTimeout, Synced: syncedInstances,
+	_, err := m.Start(watchcache.Consumer{
+		Config: m.cfg, Kinds: kinds, StartupTimeout: m.startupTimeout,
 		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(m, h) },
-		Published:  func() bool { return m.Snapshot() != nil },
-	}.Start()
-	if err != nil {
-		return plugin.Error(pluginName, err)
-	}
-	m.stop = started.Stop
-	if started.Late != nil {
-		log.Warningf("starting to serve before the API server answered (startup_timeout %s): %v", m.startupTimeout, started.Late)
-	}
-	return nil
-}
-
-func (m *Multicluster) shutdown() error {
-	if m.stop != nil {
-		m.stop()
-		m.stop = nil
-	}
-	return nil
+	}, metrics)
+	return err
 }

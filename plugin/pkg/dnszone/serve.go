@@ -50,6 +50,8 @@ type Server struct {
 	// set by then).
 	namesOnce sync.Once
 	zoneNames []zoneNames
+	// stop ends the cache consumer Start started.
+	stop func()
 }
 
 // ErrNotSynced is ServeDNS's error before the first snapshot.

@@ -1,0 +1,35 @@
+package dnszone
+
+import (
+	"github.com/coredns/coredns/plugin"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+)
+
+// Start connects the server to the shared cache through c (its Synced and
+// Published are filled in here) and waits up to c.StartupTimeout for the
+// first snapshot; after that, serving starts anyway (with SERVFAIL until
+// the cache syncs) and the reason stays in the log. It returns the handle
+// on the cache, for reads at query time; for the plugin's OnStartup.
+func (srv *Server) Start(c watchcache.Consumer, m *Metrics) (*watchcache.Handle, error) {
+	c.Synced, c.Published = m.Synced, srv.Ready
+	started, err := c.Start()
+	if err != nil {
+		return nil, plugin.Error(srv.Plugin, err)
+	}
+	srv.stop = started.Stop
+	if started.Late != nil {
+		clog.NewWithPlugin(srv.Plugin).Warningf("starting to serve before the API server answered (startup_timeout %s): %v",
+			c.StartupTimeout, started.Late)
+	}
+	return started.Handle, nil
+}
+
+// Shutdown ends what Start started; for the plugin's OnShutdown.
+func (srv *Server) Shutdown() error {
+	if srv.stop != nil {
+		srv.stop()
+		srv.stop = nil
+	}
+	return nil
+}
