@@ -208,7 +208,7 @@ func writeChurn(b *md, res *results) {
 		}
 		b.line("")
 	}
-	b.p("For %s, %d client-go writers (no client-side rate limit) rewrite the EndpointSlices of the shape's services, picked at random, at %d updates/s offered (an update no writer is free for is dropped, so the achieved rate is what the API server sustained); each update replaces one endpoint's address by a new one and writes the slice whole. Both servers run through the same churn, pinned to the same CPU. Meanwhile a checker asks each server, at %d queries/s over UDP (over TCP again when truncated), for the headless services' names in turn and compares each answer's address set with every set written for that name: an answer that matches none is wrong. The set is recorded before its update is sent. After the writing, each name is asked until it shows its last accepted set (for up to %s): *names stale at the end* never did. *Peak RSS* is the peak from the start of the churn to the end of that settling; *RSS after churn* is read after a forced GC. *Server CPU per update* is the server's utime+stime over the same span (the checker's queries included) divided by the updates written.",
+	b.p("For %s, %d client-go writers (no client-side rate limit) rewrite the EndpointSlices of the shape's services, picked at random, at %d updates/s offered (an update no writer is free for is dropped, so the achieved rate is what the API server sustained); each update replaces one endpoint's address by a new one and writes the slice whole. Both servers run through the same churn; for it they are no longer pinned (every CPU, GOMAXPROCS still 1), so neither waits for the other's work. Meanwhile a checker asks each server, at %d queries/s over UDP (over TCP again when truncated), for the headless services' names in turn and compares each answer's address set with every set written for that name: an answer that matches none is wrong. The set is recorded before its update is sent. After the writing, each name is asked until it shows its last accepted set (for up to %s): *names stale at the end* never did. *Peak RSS* is the peak from the start of the churn to the end of that settling; *RSS after churn* is read after a forced GC. *Server CPU per update* is the server's utime+stime over the same span (the checker's queries included) divided by the updates written.",
 		ch.Duration, ch.Writers, ch.Rate, ch.CheckRate, settleTimeout)
 }
 
@@ -317,8 +317,11 @@ func writeMemory(b *md, res *results, sr *shapeResult) {
 	}
 	b.p("### Memory after sync, every target")
 	var rows [][]string
-	for _, key := range sortedKeys(sr.Memory) {
-		m := sr.Memory[key]
+	for _, key := range []string{keyOurs, keyStock, keyOursMC, keyStockMC} {
+		m, ok := sr.Memory[key]
+		if !ok {
+			continue
+		}
 		rows = append(rows, []string{key, fmt.Sprintf("**%s**", mibText(m.HeapInuse)), mibText(m.RSS), mibText(m.PeakRSS), fmt.Sprintf("%.2f", sr.FirstAnswer[key])})
 	}
 	b.table([]string{"target", "Go heap after GC MiB", "RSS MiB", "peak RSS during sync MiB", "start to first complete answer, s"}, rows)

@@ -304,6 +304,13 @@ func (r *shapeRun) churn(ctx context.Context) error {
 	ch := newChurn(cc, r.fix)
 	logf("churn: %d updates/s offered for %s by %d writers over %d services; checking %d headless names at %d q/s per server",
 		cc.rate, cc.duration, cc.writers, len(ch.services), len(ch.checked), cc.checkRate)
+	if r.cfg.pin { // each server may take a CPU of its own: neither waits for the other's work
+		for _, s := range []*server{ours, stock} {
+			if err := s.unpin(); err != nil {
+				return err
+			}
+		}
+	}
 	res, err := ch.run(ctx, []*server{ours, stock})
 	r.sr.Churn = res
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -138,6 +139,16 @@ func pinned(cfg *config, cpu int, name string, args ...string) *exec.Cmd {
 		return exec.Command(name, args...)
 	}
 	return exec.Command("taskset", append([]string{"-c", strconv.Itoa(cpu), name}, args...)...)
+}
+
+// unpin lets every thread of the server run on any CPU (GOMAXPROCS stays
+// what it was at start).
+func (s *server) unpin() error {
+	cpus := fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(s.pid())).CombinedOutput(); err != nil {
+		return fmt.Errorf("taskset -a -p -c %s %d: %w: %s", cpus, s.pid(), err, out)
+	}
+	return nil
 }
 
 // freePorts returns n distinct loopback ports free for both TCP and UDP.
