@@ -75,12 +75,12 @@ func panels(res *results) []panel {
 		}
 		return float64(sr.Churn.PeakRSS[k]) / mib
 	})
-	first := byShape(func(sr *shapeResult, k string) float64 { return sr.FirstAnswer[k] })
+	first := byShape(func(sr *shapeResult, k string) float64 { return sr.firstAnswer(k) })
 	out := []panel{
 		{"Go heap after GC (MiB)", groups, pair, heap, "%.0f", goalOf(heap, 0.6)},
 		{"RSS after sync (MiB)", groups, pair, rss, "%.0f", goalOf(rss, math.NaN())},
 		{"peak RSS under EndpointSlice churn (MiB)", groups, pair, peak, "%.0f", goalOf(peak, 0.8, "S1", "S2")},
-		{"start to first complete answer (s)", groups, pair, first, "%.1f", goalOf(first, 1, "S2")},
+		{"start to first complete answer, median (s)", groups, pair, first, "%.1f", goalOf(first, 1, "S2")},
 	}
 	if perf == nil {
 		return out

@@ -35,6 +35,7 @@ type config struct {
 	scale                 string
 	shapes                []shape
 	rounds                int
+	starts                int
 	duration, satDuration time.Duration
 	qps, tcpQPS           int
 	changes               int
@@ -71,6 +72,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&cfg.scale, "scale", "default", "preset: default (the shapes at full size) or small (a tenth of each, shorter runs)")
 	fs.StringVar(&shapes, "shapes", "S1,S2,S3,S4", "the cluster shapes to measure, comma-separated: S1 ClusterIP-heavy, S2 headless-heavy in one namespace, S3 the default fixture with pods (CPU, TCP and latency tests too), S4 fat services")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds of the CPU tests; figures are medians over rounds")
+	fs.IntVar(&cfg.starts, "starts", 3, "starts of kubeschema and of stock per shape, in turn, timed to their first complete answer (the figure is the median)")
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "length of each fixed-load run")
 	fs.DurationVar(&cfg.satDuration, "sat-duration", 3*time.Second, "length of each saturation run")
 	fs.IntVar(&cfg.qps, "qps", 0, "offered load of the mixed runs, queries/s (0: half the slowest target's saturated rate)")
@@ -125,8 +127,8 @@ func (cfg *config) finish(shapes string) error {
 		cfg.outDir = filepath.Join(cfg.root, "docs")
 	}
 	switch {
-	case cfg.rounds < 1:
-		return errors.New("-rounds must be at least 1")
+	case cfg.rounds < 1 || cfg.starts < 1:
+		return errors.New("-rounds and -starts must be at least 1")
 	case cfg.loaders < 1 || cfg.churn.writers < 1:
 		return errors.New("-loaders and -churn-writers must be at least 1")
 	case cfg.churn.rate < 1 || cfg.churn.checkRate < 1 || cfg.churn.duration <= 0:

@@ -59,8 +59,11 @@ type churnSettings struct {
 type shapeResult struct {
 	Shape       shape
 	LoadSeconds float64
-	Memory      map[string]memory  // by target: after sync and a forced GC
-	FirstAnswer map[string]float64 // by target: seconds from process start to the probes' complete answers
+	Memory      map[string]memory // by target: after sync and a forced GC
+	// FirstAnswer is by target the seconds from a process's start to the
+	// probes' complete answers, one per start (the last start is the
+	// process measured afterwards).
+	FirstAnswer map[string][]float64
 	Churn       *churnResult
 	Perf        *perfFigures // the CPU, TCP and latency tests (the default fixture only)
 }
@@ -187,7 +190,7 @@ type shapeRun struct {
 // answer and its memory read), runs the default fixture's tests when the
 // shape has them, then the churn, and stops everything.
 func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) {
-	sr := &shapeResult{Shape: sh, Memory: map[string]memory{}, FirstAnswer: map[string]float64{}}
+	sr := &shapeResult{Shape: sh, Memory: map[string]memory{}, FirstAnswer: map[string][]float64{}}
 	logf("%s %s: %s", sh.Name, sh.Title, sh.describe())
 	logFile, err := os.Create(filepath.Join(e.work, sh.Name+"-kubeapi.log"))
 	if err != nil {
@@ -214,6 +217,12 @@ func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) 
 		}
 	}
 	sr.LoadSeconds = time.Since(start).Seconds()
+	if e.inprocess != nil {
+		e.inprocess() // its build must not run beside the measurements; an error shows where it is used
+	}
+	if err := r.timedStarts(ctx); err != nil {
+		return sr, err
+	}
 	for _, t := range e.targets(sh) {
 		if err := r.start(ctx, t); err != nil {
 			return sr, err
@@ -252,13 +261,28 @@ func (e *env) targets(sh shape) []target {
 	return ts
 }
 
-// start starts t and waits until it answers the probes completely; for a
-// Kubernetes target it records the time that took from the process's start
-// and, after a short settling, its memory.
-func (r *shapeRun) start(ctx context.Context, t target) error {
+// timedStarts starts ours and stock in turn, -starts minus one times each,
+// and stops each once it answers the probes completely: the times to the
+// first complete answer besides those of the processes measured next.
+func (r *shapeRun) timedStarts(ctx context.Context) error {
+	for range r.cfg.starts - 1 {
+		for _, t := range []target{targetOurs, targetStock} {
+			s, err := r.launch(ctx, t)
+			if err != nil {
+				return err
+			}
+			r.sr.FirstAnswer[t.Key] = append(r.sr.FirstAnswer[t.Key], s.syncTime.Seconds())
+			r.stop(t.Key)
+		}
+	}
+	return nil
+}
+
+// launch starts t and waits until it answers the probes completely.
+func (r *shapeRun) launch(ctx context.Context, t target) (*server, error) {
 	s, err := startServer(r.cfg, r.work, r.cluster.Kubeconfig, r.sr.Shape.Name, t)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.servers[t.Key] = s
 	probes := []sentinel{{name: "whoami.bench.", qtype: dns.TypeA}} // whoami answers in Additional: any NOERROR will do
@@ -268,11 +292,19 @@ func (r *shapeRun) start(ctx context.Context, t target) error {
 	if t.mc {
 		probes = append(probes, r.mcSentinels()...)
 	}
-	if err := s.waitSynced(ctx, probes, 10*time.Minute); err != nil {
+	return s, s.waitSynced(ctx, probes, 10*time.Minute)
+}
+
+// start starts t and waits until it answers the probes completely; for a
+// Kubernetes target it records the time that took from the process's start
+// and, after a short settling, its memory.
+func (r *shapeRun) start(ctx context.Context, t target) error {
+	s, err := r.launch(ctx, t)
+	if err != nil {
 		return err
 	}
 	if t.kube {
-		r.sr.FirstAnswer[t.Key] = s.syncTime.Seconds()
+		r.sr.FirstAnswer[t.Key] = append(r.sr.FirstAnswer[t.Key], s.syncTime.Seconds())
 		time.Sleep(2 * time.Second) // let the first burst of work settle
 		if r.sr.Memory[t.Key], err = s.readMemory(); err != nil {
 			return err
