@@ -43,7 +43,7 @@ lint: ## gofmt and go vet
 run: build tools ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
 	hack/run.sh
 
-# SCALE: default (the four cluster shapes at full size; about 25 minutes on
+# SCALE: default (the four cluster shapes at full size; about 22 minutes on
 # two cores) or small (a tenth of each, shorter runs; a few minutes).
 # SHAPES: a subset, e.g. SHAPES=S2 or SHAPES=S1,S4 (default: all). BENCHFLAGS:
 # more flags of the tool (cd bench && go run . -h).
