@@ -46,12 +46,14 @@ lint: ## gofmt, go vet and staticcheck
 run: build tools ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
 	hack/run.sh
 
-# SCALE: default (1k and 10k services, 20k pods; under 30 minutes on two
-# cores) or small (1k services, 2k pods; a few minutes). BENCHFLAGS: more
-# flags of the tool (cd bench && go run . -h).
+# SCALE: default (the four cluster shapes at full size; about 22 minutes on
+# two cores) or small (a tenth of each, shorter runs; a few minutes).
+# SHAPES: a subset, e.g. SHAPES=S2 or SHAPES=S1,S4 (default: all). BENCHFLAGS:
+# more flags of the tool (cd bench && go run . -h).
 SCALE      ?= default
+SHAPES     ?=
 BENCHFLAGS ?=
 .PHONY: bench
-bench: build tools ## measure against the stock kubernetes plugin; writes docs/benchmarks.md (SCALE=small: quick)
+bench: build tools ## measure against the stock kubernetes plugin on each cluster shape; writes docs/benchmarks.md (SCALE=small: quick)
 	bench/deps.sh
-	cd bench && GOWORK=off $(GO) run . -scale $(SCALE) $(BENCHFLAGS)
+	cd bench && GOWORK=off $(GO) run . -scale $(SCALE) $(if $(SHAPES),-shapes $(SHAPES)) $(BENCHFLAGS)

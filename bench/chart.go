@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strings"
 )
 
-// The chart: small panels of grouped bars, one group per scale, drawn as
+// The chart: small panels of grouped bars, one group per shape, drawn as
 // plain SVG from the figures.
 
 // series is one target in a panel.
@@ -22,74 +23,76 @@ type panel struct {
 	series []series
 	values [][]float64
 	format string // of the value labels
-	// goal is the issue's target for the first series, per group (NaN:
+	// goal is the target for the first series (ours), per group (NaN:
 	// none), drawn as a dashed line over its bar.
 	goal []float64
 }
 
 var (
-	seriesA = series{"A", "kubeschema", "#2b6cb0"}
-	seriesB = series{"B", "stock kubernetes", "#dd6b20"}
-	seriesC = series{"C", "whoami floor", "#a0aec0"}
-	seriesD = series{"D", "multicluster", "#2f855a"}
-	seriesE = series{"E", "stock multicluster", "#c05621"}
+	seriesOurs  = series{keyOurs, "kubeschema", "#2b6cb0"}
+	seriesStock = series{keyStock, "stock", "#dd6b20"}
+	seriesFloor = series{keyFloor, "floor", "#a0aec0"}
 )
 
-// panels are the chart's panels for the figures present.
+// panels are the chart's panels for the figures present: memory and
+// start-up by shape, then the default fixture's CPU and TCP answer size.
 func panels(res *results) []panel {
 	var groups []string
-	for _, sr := range res.Scales {
-		groups = append(groups, thousands(sr.Services)+" services")
+	var perf *shapeResult
+	for _, sr := range res.Shapes {
+		groups = append(groups, sr.Shape.Name)
+		if sr.Perf != nil {
+			perf = sr
+		}
 	}
-	perf := func(test string, ss ...series) [][]float64 {
-		return values(res, ss, func(sr *scaleResult, key string) float64 { return nanIfZero(sr.summaryOf(test, key).CPU) })
-	}
-	// goalOf is the target for the first series: the lower of floor and
-	// stock times their factors (a factor of 0 leaves that one out).
-	goalOf := func(v [][]float64, fFloor, fStock float64, cap float64) []float64 {
-		out := make([]float64, len(v))
-		for g, row := range v {
-			out[g] = cap
-			if fStock > 0 {
-				out[g] = math.Min(out[g], fStock*row[1])
-			}
-			if fFloor > 0 {
-				out[g] = math.Min(out[g], fFloor*row[2])
+	pair := []series{seriesOurs, seriesStock}
+	byShape := func(get func(sr *shapeResult, key string) float64) [][]float64 {
+		out := make([][]float64, len(res.Shapes))
+		for g, sr := range res.Shapes {
+			for _, s := range pair {
+				out[g] = append(out[g], nanIfZero(get(sr, s.key)))
 			}
 		}
 		return out
 	}
-	mixed, tcp := perf(testMixed, seriesA, seriesB, seriesC), perf(testTCP, seriesA, seriesB)
-	rss := values(res, []series{seriesA, seriesB}, func(sr *scaleResult, key string) float64 {
-		return nanIfZero(float64(sr.Memory[key].RSS) / mib)
-	})
-	p99 := values(res, []series{seriesA, seriesB}, func(sr *scaleResult, key string) float64 {
-		if sr.Latency[key].Changes == 0 {
-			return math.NaN()
+	// goalOf is factor × stock (the second series) on the shapes named, or
+	// on every shape when none is.
+	goalOf := func(v [][]float64, factor float64, only ...string) []float64 {
+		out := make([]float64, len(v))
+		for g, row := range v {
+			out[g] = math.NaN()
+			if len(only) == 0 || slices.Contains(only, groups[g]) {
+				out[g] = factor * row[1]
+			}
 		}
-		return sr.Latency[key].P99
+		return out
+	}
+	heap := byShape(func(sr *shapeResult, k string) float64 { return float64(sr.Memory[k].HeapInuse) / mib })
+	rss := byShape(func(sr *shapeResult, k string) float64 { return float64(sr.Memory[k].RSS) / mib })
+	peak := byShape(func(sr *shapeResult, k string) float64 {
+		if sr.Churn == nil {
+			return 0
+		}
+		return float64(sr.Churn.PeakRSS[k]) / mib
 	})
+	first := byShape(func(sr *shapeResult, k string) float64 { return sr.firstAnswer(k) })
 	out := []panel{
-		{"server CPU per query, cluster mix (µs)", groups, []series{seriesA, seriesB, seriesC}, mixed, "%.1f", goalOf(mixed, 1.05, 0.90, math.Inf(1))},
-		{"server CPU per query, 1000-endpoint headless, TCP (µs)", groups, []series{seriesA, seriesB}, tcp, "%.0f", goalOf(tcp, 0, 1.0/3, math.Inf(1))},
-		{"resident memory after sync (MiB)", groups, []series{seriesA, seriesB}, rss, "%.0f", goalOf(rss, 0, 0.6, math.Inf(1))},
-		{"DNS programming latency p99 (ms)", groups, []series{seriesA, seriesB}, p99, "%.1f", goalOf(p99, 0, 1, 100)},
+		{"Go heap after GC (MiB)", groups, pair, heap, "%.0f", goalOf(heap, 0.6)},
+		{"RSS after sync (MiB)", groups, pair, rss, "%.0f", goalOf(rss, math.NaN())},
+		{"peak RSS under EndpointSlice churn (MiB)", groups, pair, peak, "%.0f", goalOf(peak, 0.8, "S1", "S2")},
+		{"start to first complete answer, median (s)", groups, pair, first, "%.1f", goalOf(first, 1, "S2")},
 	}
-	if hasTest(res, testMC) {
-		mc := perf(testMC, seriesD, seriesE, seriesC)
-		out = append(out, panel{"server CPU per query, clusterset mix (µs)", groups, []series{seriesD, seriesE, seriesC}, mc, "%.1f", goalOf(mc, 1.05, 0.90, math.Inf(1))})
+	if perf == nil {
+		return out
 	}
-	return out
-}
-
-func values(res *results, ss []series, get func(*scaleResult, string) float64) [][]float64 {
-	out := make([][]float64, len(res.Scales))
-	for g, sr := range res.Scales {
-		for _, s := range ss {
-			out[g] = append(out[g], get(sr, s.key))
-		}
-	}
-	return out
+	p, name := perf.Perf, []string{perf.Shape.Name}
+	cpu := [][]float64{{nanIfZero(p.summaryOf(testMixed, keyOurs).CPU), nanIfZero(p.summaryOf(testMixed, keyStock).CPU), nanIfZero(p.summaryOf(testMixed, keyFloor).CPU)}}
+	cpuGoal := []float64{math.Min(0.8*cpu[0][1], 1.05*cpu[0][2])}
+	bytes := [][]float64{{nanIfZero(p.answerBytes(keyOurs) / 1024), nanIfZero(p.answerBytes(keyStock) / 1024)}}
+	return append(out,
+		panel{"CPU per query, cluster mix over UDP (µs)", name, []series{seriesOurs, seriesStock, seriesFloor}, cpu, "%.1f", cpuGoal},
+		panel{"largest headless A over TCP: answer size (KiB)", name, pair, bytes, "%.1f", []float64{0.5 * bytes[0][1]}},
+	)
 }
 
 func nanIfZero(x float64) float64 {
@@ -97,15 +100,6 @@ func nanIfZero(x float64) float64 {
 		return math.NaN()
 	}
 	return x
-}
-
-func hasTest(res *results, test string) bool {
-	for _, sr := range res.Scales {
-		if len(sr.Runs[test]) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // Layout of the chart, in SVG units.
@@ -126,7 +120,7 @@ func chart(res *results) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
-	caption := fmt.Sprintf("schemadns benchmarks, %s, %d CPUs; medians of %d rounds; dashed: the issue's target for ours", res.Started.UTC().Format("2006-01-02"), res.Machine.CPUs, res.Rounds)
+	caption := fmt.Sprintf("schemadns benchmarks, %s, scale %s, %d CPUs; dashed: the target for kubeschema", res.Started.UTC().Format("2006-01-02"), res.Scale, res.Machine.CPUs)
 	fmt.Fprintf(&b, `<text x="10" y="20" font-size="13" font-weight="bold">%s</text>`+"\n", html.EscapeString(caption))
 	if res.Note != "" {
 		fmt.Fprintf(&b, `<text x="10" y="38" font-size="12" fill="#c53030">%s</text>`+"\n", html.EscapeString(res.Note))
@@ -144,8 +138,8 @@ func drawPanel(b *strings.Builder, p panel, x0, y0 int) {
 	fmt.Fprintf(b, `<text x="%d" y="16" font-size="12" font-weight="bold">%s</text>`+"\n", plotLeft-30, html.EscapeString(p.title))
 	lx := plotLeft - 30
 	for _, s := range p.series {
-		fmt.Fprintf(b, `<rect x="%d" y="26" width="10" height="10" fill="%s"/><text x="%d" y="35">%s %s</text>`+"\n", lx, s.color, lx+14, s.key, html.EscapeString(s.name))
-		lx += 22 + 7*len(s.key+s.name)
+		fmt.Fprintf(b, `<rect x="%d" y="26" width="10" height="10" fill="%s"/><text x="%d" y="35">%s</text>`+"\n", lx, s.color, lx+14, html.EscapeString(s.name))
+		lx += 22 + 7*len(s.name)
 	}
 	top, bottom := float64(plotTop), float64(panelH-plotBottom)
 	right := float64(panelW - 16)

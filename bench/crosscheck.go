@@ -21,10 +21,11 @@ type crossCheck struct {
 // crossCheckQueries is how many distinct queries of a mix are compared.
 const crossCheckQueries = 300
 
-func (e *env) crossChecks(by map[string]*server, files scaleFiles) []crossCheck {
-	out := []crossCheck{compareTargets(by["A"], by["B"], files.mix)}
-	if by["D"] != nil && by["E"] != nil {
-		out = append(out, compareTargets(by["D"], by["E"], files.mc))
+func (r *shapeRun) crossChecks() []crossCheck {
+	by := r.servers
+	out := []crossCheck{compareTargets(by[keyOurs], by[keyStock], r.files.mix)}
+	if by[keyOursMC] != nil && by[keyStockMC] != nil {
+		out = append(out, compareTargets(by[keyOursMC], by[keyStockMC], r.files.mc))
 	}
 	for _, c := range out {
 		logf("answers %s: %d of %d distinct queries differ", c.Pair, c.Differing, c.Compared)

@@ -25,6 +25,7 @@ import (
 // a PTR or an answer can be told apart at a glance.
 var (
 	endpointBase = netip.MustParseAddr("10.64.0.0")  // service endpoints and pods (a /10)
+	churnBase    = netip.MustParseAddr("10.128.0.0") // endpoints written by the churn (a /10)
 	bigBase      = netip.MustParseAddr("10.192.0.0") // the large headless services
 	importIPBase = netip.MustParseAddr("10.200.0.0") // clusterset IPs of ServiceImports
 	importEPBase = netip.MustParseAddr("10.210.0.0") // endpoints of headless imports
@@ -46,25 +47,22 @@ const importEndpoints = 5
 // svcRef names one service and, for ClusterIP services, its address.
 type svcRef struct{ name, ns, ip string }
 
-// fixture is the data loaded into the API server and the names the queries
-// use. Services, pods and imports are numbered; a scale adds the numbers
-// after the previous scale's.
+// fixture is the data of one shape, loaded into its own API server, and the
+// names the queries use. Services, pods and imports are numbered.
 type fixture struct {
-	cfg *config
-	cs  kubernetes.Interface
-	dyn dynamic.Interface
+	cfg   *config
+	shape shape
+	cs    kubernetes.Interface
+	dyn   dynamic.Interface
 
 	mu         sync.Mutex     // guards what the parallel loader fills in
 	clusterIPs map[int]svcRef // by service number: ClusterIP services
 	headless   map[int]svcRef // by service number: headless services
 	imports    map[int]svcRef // by import number; ip empty for headless imports
 	big        []svcRef       // the large headless services, by size
-	bigSizes   []int
-
-	services, pods, importsN int // loaded so far
 }
 
-func newFixture(cfg *config, c *kubeapi.Cluster) (*fixture, error) {
+func newFixture(cfg *config, sh shape, c *kubeapi.Cluster) (*fixture, error) {
 	rc := c.RESTConfig()
 	rc.QPS = -1 // no client-side throttling: the loader sets its own parallelism
 	dyn, err := dynamic.NewForConfig(rc)
@@ -77,15 +75,25 @@ func newFixture(cfg *config, c *kubeapi.Cluster) (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fixture{cfg: cfg, cs: cs, dyn: dyn, clusterIPs: map[int]svcRef{},
+	return &fixture{cfg: cfg, shape: sh, cs: cs, dyn: dyn, clusterIPs: map[int]svcRef{},
 		headless: map[int]svcRef{}, imports: map[int]svcRef{}}, nil
 }
 
 // namespace is where service i lives.
-func (f *fixture) namespace(i int) string { return fmt.Sprintf("bench-%03d", i/f.cfg.perNamespace) }
+func (f *fixture) namespace(i int) string {
+	if f.shape.PerNamespace == 0 {
+		return "bench-all"
+	}
+	return fmt.Sprintf("bench-%03d", i/f.shape.PerNamespace)
+}
 
-// isHeadless tells whether service i is headless.
-func (f *fixture) isHeadless(i int) bool { return i%f.cfg.headlessEvery == f.cfg.headlessEvery-1 }
+// isHeadless tells whether service i is headless: the headless services are
+// spread evenly over the numbering (every tenth in S3, every eleventh is
+// ClusterIP in S2).
+func (f *fixture) isHeadless(i int) bool {
+	n, h := f.shape.services(), f.shape.Headless
+	return (i+1)*h/n > i*h/n
+}
 
 func (f *fixture) serviceName(i int) string {
 	if f.isHeadless(i) {
@@ -93,9 +101,6 @@ func (f *fixture) serviceName(i int) string {
 	}
 	return fmt.Sprintf("svc-%05d", i)
 }
-
-// podsAt is the number of pods at a scale of n services.
-func (f *fixture) podsAt(n int) int { return f.cfg.pods * n / f.cfg.maxScale() }
 
 // endpointAddr is the address of endpoint e (service e/endpoints); pod e
 // has the same address.
@@ -109,63 +114,67 @@ func nth(base netip.Addr, n int) string {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}).String()
 }
 
-// loadBase creates what every scale shares: the large headless services
-// and the latency namespace.
-func (f *fixture) loadBase(ctx context.Context) error {
-	f.bigSizes = f.cfg.headlessSizes
-	for _, ns := range []string{"bench-big", latencyNamespace} {
-		if err := f.createNamespace(ctx, ns); err != nil {
-			return err
+// load creates the shape: namespaces, services with their EndpointSlices,
+// the large headless services, pods and ServiceImports, in that order, so
+// the objects numbered last are created last.
+func (f *fixture) load(ctx context.Context) error {
+	sh := f.shape
+	var nss []string
+	step := sh.PerNamespace
+	if step == 0 {
+		step = sh.services()
+	}
+	for i := 0; i < sh.services(); i += step {
+		nss = append(nss, f.namespace(i))
+	}
+	if len(sh.BigHeadless) > 0 {
+		nss = append(nss, "bench-big")
+	}
+	steps := []struct {
+		what string
+		n    int
+		job  func(context.Context, int) error
+	}{
+		{"namespaces", len(nss), func(ctx context.Context, i int) error { return f.createNamespace(ctx, nss[i]) }},
+		{"services with EndpointSlices", sh.services(), f.loadService},
+		{"large headless services", len(sh.BigHeadless), f.loadBig},
+		{"pods", sh.Pods, f.loadPod},
+		{"ServiceImports", sh.Imports, f.loadImport},
+	}
+	for _, s := range steps {
+		start := time.Now()
+		if err := f.parallel(ctx, s.what, 0, s.n, s.job); err != nil {
+			return fmt.Errorf("load %s: %w", s.what, err)
+		}
+		if s.n > 0 {
+			logf("loaded %d %s in %s", s.n, s.what, time.Since(start).Round(time.Millisecond))
 		}
 	}
-	next := 0
-	for _, size := range f.bigSizes {
-		name := fmt.Sprintf("headless-%d", size)
-		if _, err := f.createService(ctx, "bench-big", name, true); err != nil {
-			return err
-		}
-		addrs := make([]string, size)
-		for j := range addrs {
-			addrs[j] = nth(bigBase, next)
-			next++
-		}
-		if err := f.createSlices(ctx, "bench-big", name, addrs, nil, false); err != nil {
-			return err
-		}
-		f.big = append(f.big, svcRef{name: name, ns: "bench-big"})
+	for _, size := range sh.BigHeadless {
+		f.big = append(f.big, svcRef{name: bigName(size), ns: "bench-big"})
 	}
 	return nil
 }
 
-// load grows the fixture to n services and their share of pods and imports.
-func (f *fixture) load(ctx context.Context, n int) error {
-	from, pods, imports := f.services, f.podsAt(n), n/f.cfg.importsEvery
-	var nss []string
-	for i := from; i < n; i += f.cfg.perNamespace {
-		nss = append(nss, f.namespace(i))
+// bigName is the name of the large headless service of size n.
+func bigName(n int) string { return fmt.Sprintf("headless-%d", n) }
+
+// loadBig creates the k-th large headless service; their addresses follow
+// one another from bigBase.
+func (f *fixture) loadBig(ctx context.Context, k int) error {
+	size, first := f.shape.BigHeadless[k], 0
+	for _, s := range f.shape.BigHeadless[:k] {
+		first += s
 	}
-	nss = append(nss, f.namespace(n-1))
-	steps := []struct {
-		what     string
-		from, to int
-		job      func(context.Context, int) error
-	}{
-		{"namespaces", 0, len(nss), func(ctx context.Context, i int) error { return f.createNamespace(ctx, nss[i]) }},
-		{"services with EndpointSlices", from, n, f.loadService},
-		{"pods", f.pods, pods, f.loadPod},
-		{"ServiceImports", f.importsN, imports, f.loadImport},
+	name := bigName(size)
+	if _, err := f.createService(ctx, "bench-big", name, true); err != nil {
+		return err
 	}
-	for _, s := range steps {
-		start := time.Now()
-		if err := f.parallel(ctx, s.what, s.from, s.to, s.job); err != nil {
-			return fmt.Errorf("load %s: %w", s.what, err)
-		}
-		if s.to > s.from {
-			logf("loaded %d %s in %s", s.to-s.from, s.what, time.Since(start).Round(time.Millisecond))
-		}
+	addrs := make([]string, size)
+	for j := range addrs {
+		addrs[j] = nth(bigBase, first+j)
 	}
-	f.services, f.pods, f.importsN = n, pods, imports
-	return nil
+	return f.createSlices(ctx, "bench-big", name, addrs, nil, false)
 }
 
 // parallel runs job for every i in [from, to) on cfg.loaders workers and
@@ -259,10 +268,10 @@ func (f *fixture) loadService(ctx context.Context, i int) error {
 		f.clusterIPs[i] = svcRef{name: name, ns: ns, ip: ip}
 	}
 	f.mu.Unlock()
-	addrs := make([]string, f.cfg.endpoints)
+	addrs := make([]string, f.shape.Endpoints)
 	var hosts []string
 	for j := range addrs {
-		addrs[j] = endpointAddr(i*f.cfg.endpoints + j)
+		addrs[j] = endpointAddr(i*f.shape.Endpoints + j)
 		if headless { // StatefulSet-style hostnames
 			hosts = append(hosts, fmt.Sprintf("%s-%d", name, j))
 		}
@@ -351,7 +360,7 @@ func endpointSlice(ns, name string, addrs, hosts []string) *discoveryv1.Endpoint
 // namespace, with its address. Nothing schedules pods here, so the status
 // (its IP, Running) is written by hand.
 func (f *fixture) loadPod(ctx context.Context, k int) error {
-	ns := f.namespace(k / f.cfg.endpoints)
+	ns := f.namespace(k / f.shape.Endpoints)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%05d", k)},
 		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: "app"}}},
@@ -372,14 +381,14 @@ func (f *fixture) loadPod(ctx context.Context, k int) error {
 
 // podName is the DNS name of pod k under pods verified.
 func (f *fixture) podName(k int) string {
-	return fmt.Sprintf("%s.%s.pod.cluster.local.", dashed(endpointAddr(k)), f.namespace(k/f.cfg.endpoints))
+	return fmt.Sprintf("%s.%s.pod.cluster.local.", dashed(endpointAddr(k)), f.namespace(k/f.shape.Endpoints))
 }
 
-// loadImport creates ServiceImport m (in the namespace of service
-// m*importsEvery): ClusterSetIP, or every fifth one Headless with endpoints
+// loadImport creates ServiceImport m (in the namespace of the m-th of
+// Imports evenly spaced services): ClusterSetIP, or every fifth one Headless with endpoints
 // in two member clusters.
 func (f *fixture) loadImport(ctx context.Context, m int) error {
-	ns, name := f.namespace(m*f.cfg.importsEvery), fmt.Sprintf("imp-%05d", m)
+	ns, name := f.namespace(m*f.shape.services()/f.shape.Imports), fmt.Sprintf("imp-%05d", m)
 	headless := m%5 == 4
 	spec := map[string]any{
 		"type":  "ClusterSetIP",

@@ -53,6 +53,9 @@ type changer struct {
 // setupLatency creates the headless services the changes work on.
 func (f *fixture) setupLatency(ctx context.Context) (*changer, error) {
 	ch := &changer{f: f, slices: make([]*discoveryv1.EndpointSlice, latencyServices), added: make([]string, latencyServices)}
+	if err := f.createNamespace(ctx, latencyNamespace); err != nil {
+		return nil, err
+	}
 	for j := range latencyServices {
 		name := fmt.Sprintf("lat-hl-%d", j)
 		if _, err := f.createService(ctx, latencyNamespace, name, true); err != nil {
@@ -94,13 +97,13 @@ type change struct {
 
 // makeChange performs change i through the API: a new service, an
 // endpoint added, or the endpoint added last made unready, in turn.
-func (ch *changer) makeChange(ctx context.Context, scale, i int) (change, error) {
+func (ch *changer) makeChange(ctx context.Context, i int) (change, error) {
 	j := (i / 3) % latencyServices
 	svc := fmt.Sprintf("lat-hl-%d.%s.svc.cluster.local.", j, latencyNamespace)
 	switch i % 3 {
 	case 0:
 		ch.n++
-		name := fmt.Sprintf("lat-%d-%d", scale, ch.n)
+		name := fmt.Sprintf("lat-%d", ch.n)
 		ip, err := ch.f.createService(ctx, latencyNamespace, name, false)
 		if err != nil {
 			return change{}, err
@@ -158,7 +161,7 @@ func hasA(m *dns.Msg, a string) bool {
 // measureLatency makes n changes one after the other and, for each, polls
 // both servers until its answer shows the change: the time from just
 // before the API request to the first answer that shows it.
-func measureLatency(ctx context.Context, ch *changer, servers []*server, scale, n int) (map[string]latencyResult, pairedLatency, error) {
+func measureLatency(ctx context.Context, ch *changer, servers []*server, n int) (map[string]latencyResult, pairedLatency, error) {
 	times := make(map[string][]float64)
 	var diffs []float64
 	wins := 0
@@ -169,7 +172,7 @@ func measureLatency(ctx context.Context, ch *changer, servers []*server, scale, 
 	}
 	for i := range n {
 		t0 := time.Now()
-		c, err := ch.makeChange(ctx, scale, i)
+		c, err := ch.makeChange(ctx, i)
 		if err != nil {
 			return nil, pairedLatency{}, fmt.Errorf("change %d: %w", i, err)
 		}

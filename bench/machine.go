@@ -18,13 +18,17 @@ type machine struct {
 	Kernel      string
 	GoVersion   string
 	Dnsperf     string
+	Binary      string // bin/coredns -version, first line
 	LoadStart   string // /proc/loadavg when the run started
 	LoadEnd     string
 	CPUsAllowed string // the bench's own affinity, from /proc/self/status
 }
 
-func readMachine() machine {
+func readMachine(coredns string) machine {
 	m := machine{GoVersion: runtime.Version(), Dnsperf: dnsperfVersion(), LoadStart: loadavg()}
+	if out, err := exec.Command(coredns, "-version").Output(); err == nil {
+		m.Binary, _, _ = strings.Cut(string(out), "\n")
+	}
 	if out, err := exec.Command("nproc").Output(); err == nil {
 		m.CPUs, _ = strconv.Atoi(strings.TrimSpace(string(out)))
 	}

@@ -1,14 +1,18 @@
 // Command bench measures kubeschema (and multicluster) against CoreDNS's
-// stock kubernetes plugin and against the framework's floor, a server block
-// whose only plugin is whoami, on the same data in one run, and writes the
-// figures to docs/benchmarks.md, docs/benchmarks.svg and docs/benchmarks.json.
+// stock kubernetes plugin, compiled into the same binary, and against the
+// framework's floor, a server block whose only plugin is whoami, on the
+// same data in one run, and writes the figures to docs/benchmarks.md,
+// docs/benchmarks.svg and docs/benchmarks.json.
 //
-// It starts a real etcd and kube-apiserver on loopback (test/kubeapi), loads
-// a fixture with a parallel client-go loader, runs bin/coredns once per
-// target with a generated Corefile, and measures with dnsperf, /proc and the
-// servers' own metrics. `make bench` runs it; by hand:
+// For each cluster shape (shapes.go) it starts a real etcd and
+// kube-apiserver on loopback (test/kubeapi), loads the shape with a
+// parallel client-go loader, runs bin/coredns once per target with a
+// generated Corefile, and measures memory, start-up and behaviour under
+// EndpointSlice churn; on the default fixture also CPU per query (dnsperf
+// and /proc), TCP answers, programming latency and in-process ServeDNS.
+// `make bench` runs it; by hand:
 //
-//	cd bench && go run . -scale small
+//	cd bench && go run . -scale small -shapes S2
 //
 // Linux only: it reads /proc and pins processes with taskset.
 package main
@@ -21,8 +25,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -31,14 +33,9 @@ import (
 type config struct {
 	root, coredns, outDir string
 	scale                 string
-	services              []int
-	headlessSizes         []int
-	pods                  int
-	endpoints             int
-	headlessEvery         int
-	perNamespace          int
-	importsEvery          int
+	shapes                []shape
 	rounds                int
+	starts                int
 	duration, satDuration time.Duration
 	qps, tcpQPS           int
 	changes               int
@@ -46,52 +43,53 @@ type config struct {
 	serverCPU, clientCPU  int
 	pin                   bool
 	note                  string
-	multicluster          string
+	multicluster          bool
 	keep                  bool
 	loaders               int
 	profile               string
 	rewrite               bool
+	churn                 churnConfig
 }
 
 // presets are the scales: flag values applied unless given on the command
-// line. "default" is the issue's scale and the flags' own defaults.
+// line. "default" is the scale the figures are stated at and the flags' own
+// defaults; its shapes are in shapesAt.
 var presets = map[string]map[string]string{
 	"default": {},
 	"small": {
-		"services": "1000", "pods": "2000", "rounds": "3",
-		"duration": "4s", "sat-duration": "2s", "changes": "60", "benchtime": "300ms",
+		"rounds": "3", "duration": "4s", "sat-duration": "2s", "changes": "60", "benchtime": "300ms",
+		"churn-duration": "15s",
 	},
 }
 
 func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	var services, headless string
+	var shapes string
 	fs.StringVar(&cfg.root, "root", "..", "the repository's top directory")
 	fs.StringVar(&cfg.coredns, "coredns", "", "the CoreDNS binary (default ROOT/bin/coredns)")
 	fs.StringVar(&cfg.outDir, "out", "", "where the report goes (default ROOT/docs)")
-	fs.StringVar(&cfg.scale, "scale", "default", "preset: default (1k and 10k services, 20k pods) or small (1k services, 2k pods, shorter runs)")
-	fs.StringVar(&services, "services", "1000,10000", "the scales: services in the cluster, comma-separated, loaded one after the other")
-	fs.StringVar(&headless, "headless-sizes", "10,100,1000", "endpoints of the extra headless services (the largest is queried over TCP)")
-	fs.IntVar(&cfg.pods, "pods", 20000, "pods at the largest scale (smaller scales get their share), for pods verified")
-	fs.IntVar(&cfg.endpoints, "endpoints", 10, "endpoints of every service (10k services x 10 = 100k endpoints)")
-	fs.IntVar(&cfg.headlessEvery, "headless-every", 10, "every Nth service is headless")
-	fs.IntVar(&cfg.perNamespace, "per-namespace", 100, "services per namespace")
-	fs.IntVar(&cfg.importsEvery, "imports-every", 10, "one ServiceImport (multicluster) per N services")
-	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds of A B C ...; figures are medians over rounds")
+	fs.StringVar(&cfg.scale, "scale", "default", "preset: default (the shapes at full size) or small (a tenth of each, shorter runs)")
+	fs.StringVar(&shapes, "shapes", "S1,S2,S3,S4", "the cluster shapes to measure, comma-separated: S1 ClusterIP-heavy, S2 headless-heavy in one namespace, S3 the default fixture with pods (CPU, TCP and latency tests too), S4 fat services")
+	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds of the CPU tests; figures are medians over rounds")
+	fs.IntVar(&cfg.starts, "starts", 3, "starts of kubeschema and of stock per shape, in turn, timed to their first complete answer (the figure is the median)")
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "length of each fixed-load run")
 	fs.DurationVar(&cfg.satDuration, "sat-duration", 3*time.Second, "length of each saturation run")
 	fs.IntVar(&cfg.qps, "qps", 0, "offered load of the mixed runs, queries/s (0: half the slowest target's saturated rate)")
 	fs.IntVar(&cfg.tcpQPS, "tcp-qps", 0, "offered load of the 1000-endpoint TCP runs (0: half the slowest target's saturated rate)")
-	fs.IntVar(&cfg.changes, "changes", 200, "API changes timed for the programming latency, per scale")
+	fs.IntVar(&cfg.changes, "changes", 200, "API changes timed for the programming latency")
 	fs.StringVar(&cfg.benchtime, "benchtime", "1s", "go test -benchtime of the in-process benchmarks")
 	fs.IntVar(&cfg.serverCPU, "server-cpu", 1, "CPU the DNS servers are pinned to")
 	fs.IntVar(&cfg.clientCPU, "client-cpu", 0, "CPU dnsperf is pinned to")
 	fs.BoolVar(&cfg.pin, "pin", true, "pin servers and dnsperf with taskset")
 	fs.StringVar(&cfg.note, "note", "", "a line printed at the top of the report (for example the conditions of the run)")
-	fs.StringVar(&cfg.multicluster, "multicluster", "auto", "multicluster comparison: auto (when plugin/multicluster serves clusterset.local), on, off")
+	fs.BoolVar(&cfg.multicluster, "multicluster", true, "also compare kubeschema+multicluster with stock+multicluster on the clusterset mix (S3)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the work directory (Corefiles, logs, query files)")
 	fs.IntVar(&cfg.loaders, "loaders", 16, "parallel API requests of the fixture loader")
+	fs.IntVar(&cfg.churn.rate, "churn-rate", 1000, "EndpointSlice updates per second offered during the churn")
+	fs.DurationVar(&cfg.churn.duration, "churn-duration", time.Minute, "length of the churn, per shape")
+	fs.IntVar(&cfg.churn.writers, "churn-writers", 64, "concurrent writers of the churn (client-go, no client-side rate limit)")
+	fs.IntVar(&cfg.churn.checkRate, "check-rate", 2000, "queries/s the checker sends to each server during the churn")
 	fs.BoolVar(&cfg.rewrite, "rewrite", false, "measure nothing: write benchmarks.md and benchmarks.svg again from OUT/benchmarks.json")
 	fs.StringVar(&cfg.profile, "profile", "", "write profiles to this directory: each Kubernetes target's heap after sync, and its CPU during one more fixed-load run of each test after the rounds (not in the figures)")
 	if err := fs.Parse(args); err != nil {
@@ -110,17 +108,14 @@ func parseFlags(args []string) (*config, error) {
 			}
 		}
 	}
-	return cfg, cfg.finish(services, headless)
+	return cfg, cfg.finish(shapes)
 }
 
-// finish resolves paths and list flags and checks the values.
-func (cfg *config) finish(services, headless string) error {
+// finish resolves paths and the shapes and checks the values.
+func (cfg *config) finish(shapes string) error {
 	var err error
-	if cfg.services, err = intList(services); err != nil {
-		return fmt.Errorf("-services: %w", err)
-	}
-	if cfg.headlessSizes, err = intList(headless); err != nil {
-		return fmt.Errorf("-headless-sizes: %w", err)
+	if cfg.shapes, err = pickShapes(cfg.scale, shapes); err != nil {
+		return fmt.Errorf("-shapes: %w", err)
 	}
 	if cfg.root, err = filepath.Abs(cfg.root); err != nil {
 		return err
@@ -132,39 +127,15 @@ func (cfg *config) finish(services, headless string) error {
 		cfg.outDir = filepath.Join(cfg.root, "docs")
 	}
 	switch {
-	case cfg.rounds < 1:
-		return errors.New("-rounds must be at least 1")
-	case cfg.endpoints < 1 || cfg.perNamespace < 1 || cfg.headlessEvery < 1 || cfg.importsEvery < 1:
-		return errors.New("-endpoints, -per-namespace, -headless-every and -imports-every must be at least 1")
-	case cfg.multicluster != "auto" && cfg.multicluster != "on" && cfg.multicluster != "off":
-		return fmt.Errorf("-multicluster %q: auto, on or off", cfg.multicluster)
-	}
-	if cfg.pods > cfg.maxScale()*cfg.endpoints {
-		return errors.New("-pods must be at most services x endpoints: pod k backs endpoint k")
-	}
-	for i := 1; i < len(cfg.services); i++ {
-		if cfg.services[i] <= cfg.services[i-1] {
-			return errors.New("-services must increase: scales are loaded one after the other")
-		}
+	case cfg.rounds < 1 || cfg.starts < 1:
+		return errors.New("-rounds and -starts must be at least 1")
+	case cfg.loaders < 1 || cfg.churn.writers < 1:
+		return errors.New("-loaders and -churn-writers must be at least 1")
+	case cfg.churn.rate < 1 || cfg.churn.checkRate < 1 || cfg.churn.duration <= 0:
+		return errors.New("-churn-rate, -check-rate and -churn-duration must be positive")
 	}
 	return nil
 }
-
-// intList parses "10,100,1000".
-func intList(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("%q is not a positive number", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// maxScale is the largest number of services loaded.
-func (cfg *config) maxScale() int { return cfg.services[len(cfg.services)-1] }
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "tcpload" {

@@ -54,13 +54,17 @@ func (b *md) line(format string, args ...any) {
 	fmt.Fprintf(b, format+"\n", args...)
 }
 
-// table writes a Markdown table.
-func (b *md) table(head []string, rows [][]string) {
+// table writes a Markdown table: the first column aligned left, the
+// others (figures) right.
+func (b *md) table(head []string, rows [][]string) { b.tableLeft(1, head, rows) }
+
+// tableLeft writes a Markdown table whose first left columns are text.
+func (b *md) tableLeft(left int, head []string, rows [][]string) {
 	b.line("| %s |", strings.Join(head, " | "))
 	seps := make([]string, len(head))
 	for i := range seps {
 		seps[i] = "---"
-		if i > 0 {
+		if i >= left {
 			seps[i] = "--:"
 		}
 	}
@@ -78,13 +82,19 @@ func markdown(res *results) string {
 	if res.Note != "" {
 		b.p("> **%s**", res.Note)
 	}
-	b.p("Run of %s, %s. Command: `%s` (what `make bench` runs, from the repository's top directory).",
-		res.Started.UTC().Format("2006-01-02 15:04 UTC"), res.Finished.Sub(res.Started).Round(time.Second), res.Command)
+	b.p("Run of %s, %s, at scale %s. Command: `%s` (what `make bench` runs, from the repository's top directory).",
+		res.Started.UTC().Format("2006-01-02 15:04 UTC"), res.Finished.Sub(res.Started).Round(time.Second), res.Scale, res.Command)
+	b.p("**kubeschema** (ours) is compared with **stock**, CoreDNS's own `kubernetes` plugin compiled into the same binary, with the same options, on each cluster shape below; the CPU tests also show the **floor** (a server block with only `whoami`), and **kubeschema+multicluster** against **stock+multicluster** on `clusterset.local`.")
 	writeMachine(&b, res)
 	writeGoals(&b, res)
-	b.p("![CPU per query, memory and programming latency of kubeschema, the stock kubernetes plugin and the whoami floor](benchmarks.svg)")
-	for _, sr := range res.Scales {
-		writeScale(&b, res, sr)
+	b.p("![Memory by shape, start-up, CPU per query and TCP answer size of kubeschema and the stock kubernetes plugin](benchmarks.svg)")
+	writeShapes(&b, res)
+	writeMemoryByShape(&b, res)
+	writeChurn(&b, res)
+	for _, sr := range res.Shapes {
+		if sr.Perf != nil {
+			writePerf(&b, res, sr)
+		}
 	}
 	writeMethod(&b, res)
 	writeReproduce(&b, res)
@@ -108,43 +118,154 @@ func writeMachine(b *md, res *results) {
 		{"kernel", m.Kernel},
 		{"Go", m.GoVersion},
 		{"dnsperf", m.Dnsperf + " (Debian)"},
+		{"bin/coredns -version", m.Binary},
 		{"load average (1, 5, 15 min) at start / end", m.LoadStart + " / " + m.LoadEnd},
 		{"pinning", res.Pinning},
 	})
 }
 
 func writeGoals(b *md, res *results) {
-	b.p("## Targets (issue 5)")
+	b.p("## Targets")
 	var rows [][]string
 	for _, g := range goals(res) {
-		rows = append(rows, []string{g.What, g.Goal, g.Measured, "**" + g.Met + "**"})
+		rows = append(rows, []string{g.What, g.Shape, g.Goal, g.Measured, "**" + g.Met + "**"})
 	}
-	b.table([]string{"target", "goal", "measured", ""}, rows)
-	if res.Multicluster != "measured" {
-		b.p("Multicluster: %s.", res.Multicluster)
+	b.tableLeft(2, []string{"target", "shape", "goal", "measured", ""}, rows)
+	var short []string
+	for _, sr := range res.Shapes {
+		if c := sr.Churn; c != nil && c.Rate < float64(c.Offered) {
+			short = append(short, fmt.Sprintf("%s %.0f", sr.Shape.Name, c.Rate))
+		}
+	}
+	if len(short) > 0 {
+		b.p("The churn did not reach the %d updates/s offered (%s updates/s): its figures are at the rate the API server sustained on this machine beside the two DNS servers.", res.Churn.Rate, strings.Join(short, ", "))
 	}
 }
 
-func writeScale(b *md, res *results, sr *scaleResult) {
-	b.p("## %s services", thousands(sr.Services))
-	b.p("%d ClusterIP and %d headless services with %d endpoints each, headless services of %s endpoints, %s endpoints in all; %s pods (`pods verified`); %d ServiceImports.",
-		sr.Services-sr.Headless, sr.Headless, res.endpointsPer(sr), joinInts(sr.HeadlessSizes), thousands(sr.Endpoints), thousands(sr.Pods), sr.Imports)
-	perfTable(b, res, sr, testMixed, fmt.Sprintf("### Cluster mix over UDP at %d queries/s", sr.Rates[testMixed]), "C", "B")
-	tcpTitle := fmt.Sprintf("### %s A over TCP (whole answer) at %d queries/s", bigName(sr), sr.Rates[testTCP])
-	if s := sr.Runs[testTCP]["B"]; len(s) > 0 && s[0].AnswerBytes > 0 {
-		tcpTitle += fmt.Sprintf(" (answers of %.0f bytes)", s[0].AnswerBytes)
+func writeShapes(b *md, res *results) {
+	b.p("## Shapes")
+	var rows [][]string
+	for _, sr := range res.Shapes {
+		sh := sr.Shape
+		rows = append(rows, []string{sh.Name, sh.Title, sh.describe(), fmt.Sprintf("%.0f", sr.LoadSeconds)})
 	}
-	perfTable(b, res, sr, testTCP, tcpTitle, "", "B")
-	if _, ok := sr.Runs[testMC]; ok {
-		perfTable(b, res, sr, testMC, fmt.Sprintf("### Clusterset mix over UDP at %d queries/s", sr.Rates[testMC]), "C", "E")
+	b.tableLeft(3, []string{"shape", "stands for", "objects", "load, s"}, rows)
+	b.p("Each shape has its own etcd and kube-apiserver, loaded before any DNS server starts. Every service has two named TCP ports and its endpoints in one EndpointSlice; headless endpoints carry StatefulSet-style hostnames.")
+}
+
+// startsText is "0.41 (0.39–0.52)": the median and range of start times.
+func startsText(xs []float64) string {
+	if len(xs) == 0 {
+		return "–"
 	}
-	writeSaturation(b, res, sr)
+	if len(xs) == 1 {
+		return fmt.Sprintf("%.2f", xs[0])
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", median(xs), slices.Min(xs), slices.Max(xs))
+}
+
+// startsOf is how many times kubeschema and stock were started per shape.
+func startsOf(res *results) string {
+	if len(res.Shapes) == 0 {
+		return "–"
+	}
+	return fmt.Sprint(len(res.Shapes[0].FirstAnswer[keyOurs]))
+}
+
+// mibText is bytes in MiB.
+func mibText(n int64) string {
+	if n == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", float64(n)/mib)
+}
+
+func writeMemoryByShape(b *md, res *results) {
+	b.p("## Memory and start-up by shape")
+	var rows [][]string
+	for _, sr := range res.Shapes {
+		a, s := sr.Memory[keyOurs], sr.Memory[keyStock]
+		fa, fs := startsText(sr.FirstAnswer[keyOurs]), startsText(sr.FirstAnswer[keyStock])
+		rows = append(rows, []string{sr.Shape.Name,
+			"**" + mibText(a.HeapInuse) + "**", mibText(s.HeapInuse), ratioText(float64(a.HeapInuse), float64(s.HeapInuse)),
+			"**" + mibText(a.RSS) + "**", mibText(s.RSS), ratioText(float64(a.RSS), float64(s.RSS)),
+			mibText(a.PeakRSS), mibText(s.PeakRSS),
+			"**" + fa + "**", fs, ratioText(sr.firstAnswer(keyOurs), sr.firstAnswer(keyStock)),
+		})
+	}
+	b.table([]string{"shape", "Go heap after GC MiB, kubeschema", "stock", "×", "RSS after sync MiB, kubeschema", "stock", "×",
+		"peak RSS during sync MiB, kubeschema", "stock", "start to first complete answer s, median (min–max), kubeschema", "stock", "×"}, rows)
+	b.p("Once the shape is loaded, kubeschema and stock are started in turn, one process at a time, %s times each; the last start of each stays up for the memory figures (two seconds after its first complete answer: a forced GC, then the Go heap in use and VmRSS) and the churn. *Start to first complete answer* runs from the process's start to the moment every probe answers with all its records, polled every 10 ms: the last ClusterIP and the last headless service created (with all its endpoints), on S3 also the last pod and the largest headless service over TCP.", startsOf(res))
+}
+
+func writeChurn(b *md, res *results) {
+	var rows [][]string
+	var examples []string
+	for _, sr := range res.Shapes {
+		c := sr.Churn
+		if c == nil {
+			continue
+		}
+		a, s := c.Check[keyOurs], c.Check[keyStock]
+		rows = append(rows, []string{sr.Shape.Name,
+			fmt.Sprintf("%d → **%.0f**", c.Offered, c.Rate), fmt.Sprintf("%d (%d failed)", c.Updates, c.Failed),
+			"**" + mibText(c.PeakRSS[keyOurs]) + "**", mibText(c.PeakRSS[keyStock]), ratioText(float64(c.PeakRSS[keyOurs]), float64(c.PeakRSS[keyStock])),
+			mibText(c.After[keyOurs].RSS), mibText(c.After[keyStock].RSS),
+			fmt.Sprintf("%d / %d", a.Answers, s.Answers), fmt.Sprintf("**%d** / %d", a.Wrong, s.Wrong),
+			fmt.Sprintf("%d / %d", a.StaleAtEnd, s.StaleAtEnd), fmt.Sprintf("%d / %d", a.Errors, s.Errors),
+			fmt.Sprintf("%s / %s", perUpdate(c, keyOurs), perUpdate(c, keyStock)),
+		})
+		for _, k := range []string{keyOurs, keyStock} {
+			for _, ex := range c.Check[k].Examples {
+				examples = append(examples, fmt.Sprintf("%s, %s: %s", sr.Shape.Name, k, ex))
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	ch := res.Churn
+	b.p("## Under EndpointSlice churn")
+	b.table([]string{"shape", "updates/s offered → achieved", "updates written", "peak RSS MiB, kubeschema", "stock", "×",
+		"RSS after churn MiB, kubeschema", "stock", "answers checked, kubeschema / stock", "wrong answers", "names stale at the end", "queries unanswered",
+		"server CPU µs per update"}, rows)
+	if len(examples) > 0 {
+		b.p("Wrong answers (the first of each):")
+		for _, ex := range examples {
+			b.line("- %s", ex)
+		}
+		b.line("")
+	}
+	b.p("For %s, %d client-go writers (no client-side rate limit) rewrite the EndpointSlices of the shape's services, picked at random, at %d updates/s offered (an update no writer is free for is dropped, so the achieved rate is what the API server sustained); each update replaces one endpoint's address by a new one and writes the slice whole. Both servers run through the same churn; for it they are no longer pinned (every CPU, GOMAXPROCS still 1), so neither waits for the other's work. Meanwhile a checker asks each server, at %d queries/s over UDP (over TCP again when truncated), for the headless services' names in turn and compares each answer's address set with every set written for that name: an answer that matches none is wrong. The set is recorded before its update is sent. After the writing, each name is asked until it shows its last accepted set (for up to %s): *names stale at the end* never did. *Peak RSS* is the peak from the start of the churn to the end of that settling; *RSS after churn* is read after a forced GC. *Server CPU per update* is the server's utime+stime over the same span (the checker's queries included) divided by the updates written.",
+		ch.Duration, ch.Writers, ch.Rate, ch.CheckRate, settleTimeout)
+}
+
+// perUpdate is a server's CPU time over the churn per update written, µs.
+func perUpdate(c *churnResult, key string) string {
+	if c.Updates == 0 || c.CPU[key] == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", c.CPU[key]/float64(c.Updates)*1e6)
+}
+
+// writePerf writes the tests of the default fixture.
+func writePerf(b *md, res *results, sr *shapeResult) {
+	p := sr.Perf
+	b.p("## %s %s: CPU per query, TCP, programming latency", sr.Shape.Name, sr.Shape.Title)
+	b.p("%s.", sr.Shape.describe())
+	perfTable(b, res, p, testMixed, fmt.Sprintf("### Cluster mix over UDP at %d queries/s", p.Rates[testMixed]), keyFloor, keyStock)
+	big := sr.Shape.BigHeadless[len(sr.Shape.BigHeadless)-1]
+	perfTable(b, res, p, testTCP, fmt.Sprintf("### headless-%d A over TCP (whole answer) at %d queries/s", big, p.Rates[testTCP]), "", keyStock)
+	if _, ok := p.Runs[testMC]; ok {
+		perfTable(b, res, p, testMC, fmt.Sprintf("### Clusterset mix over UDP at %d queries/s", p.Rates[testMC]), keyFloor, keyStockMC)
+	}
+	writeSaturation(b, res, p)
 	writeMemory(b, res, sr)
-	writeLatency(b, res, sr)
-	writeGoBench(b, sr)
-	if len(sr.CrossCheck) > 0 {
+	writeLatency(b, res, p)
+	writeGoBench(b, p)
+	if len(p.CrossCheck) > 0 {
 		b.p("#### Same answers?")
-		for _, c := range sr.CrossCheck {
+		for _, c := range p.CrossCheck {
 			b.line("- %s: %d of %d distinct queries of the mix answered differently (rcode or answer records, TTL and order aside).", c.Pair, c.Differing, c.Compared)
 			for _, ex := range c.Examples {
 				b.line("  - `%s`", ex)
@@ -154,40 +275,36 @@ func writeScale(b *md, res *results, sr *scaleResult) {
 	}
 }
 
-func (res *results) endpointsPer(sr *scaleResult) int {
-	n := sr.Endpoints
-	for _, s := range sr.HeadlessSizes {
-		n -= s
-	}
-	return n / max(sr.Services, 1)
-}
-
-func bigName(sr *scaleResult) string {
-	return fmt.Sprintf("headless-%d", sr.HeadlessSizes[len(sr.HeadlessSizes)-1])
-}
-
 // perfTable is a fixed-load test: medians over the rounds, with the ratios
-// to the floor and to stock.
-func perfTable(b *md, res *results, sr *scaleResult, test, title, floor, stock string) {
-	runs := sr.Runs[test]
+// to the floor and to stock (and, over TCP, the answer's size).
+func perfTable(b *md, res *results, p *perfFigures, test, title, floor, stock string) {
+	runs := p.Runs[test]
 	if len(runs) == 0 {
 		return
 	}
 	b.p("%s", title)
-	fl, st := sr.summaryOf(test, floor), sr.summaryOf(test, stock)
+	fl, st := p.summaryOf(test, floor), p.summaryOf(test, stock)
+	head := []string{"target", "server CPU µs/query, median (min–max)", "× floor", "× stock", "p50 ms", "p90 ms", "p99 ms", "answered", "rcodes", "other processes on server CPU"}
+	if test == testTCP {
+		head = append(head, "answer bytes", "× stock")
+	}
 	var rows [][]string
-	for _, key := range sr.Order[test] {
-		s := sr.summaryOf(test, key)
-		rows = append(rows, []string{
-			key + " " + res.Targets[key],
+	for _, key := range p.Order[test] {
+		s := p.summaryOf(test, key)
+		row := []string{
+			key,
 			fmt.Sprintf("**%.1f** (%.1f–%.1f)", s.CPU, s.CPUMin, s.CPUMax),
 			ratioText(s.CPU, fl.CPU), ratioText(s.CPU, st.CPU),
 			fmt.Sprintf("%.3f", s.P50), fmt.Sprintf("%.3f", s.P90), fmt.Sprintf("%.3f", s.P99),
 			fmt.Sprintf("%.2f%%", 100*float64(s.Completed)/float64(max(s.Sent, 1))),
 			s.rcodeMix(), fmt.Sprintf("%.0f%%", 100*s.Other),
-		})
+		}
+		if test == testTCP {
+			row = append(row, fmt.Sprintf("%.0f", p.answerBytes(key)), ratioText(p.answerBytes(key), p.answerBytes(stock)))
+		}
+		rows = append(rows, row)
 	}
-	b.table([]string{"target", "server CPU µs/query, median (min–max)", "× floor", "× stock", "p50 ms", "p90 ms", "p99 ms", "answered", "rcodes", "other processes on server CPU"}, rows)
+	b.table(head, rows)
 }
 
 func ratioText(x, y float64) string {
@@ -206,66 +323,68 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func writeSaturation(b *md, res *results, sr *scaleResult) {
-	runs := sr.Runs[testSaturated]
+func writeSaturation(b *md, res *results, p *perfFigures) {
+	runs := p.Runs[testSaturated]
 	if len(runs) == 0 {
 		return
 	}
 	b.p("### Saturation: cluster mix over UDP, as fast as dnsperf sends")
 	var rows [][]string
-	for _, key := range sr.Order[testSaturated] {
-		s := sr.summaryOf(testSaturated, key)
-		rows = append(rows, []string{key + " " + res.Targets[key], fmt.Sprintf("%.0f", s.QPS), fmt.Sprintf("%.1f", s.CPU),
+	for _, key := range p.Order[testSaturated] {
+		s := p.summaryOf(testSaturated, key)
+		rows = append(rows, []string{key, fmt.Sprintf("%.0f", s.QPS), fmt.Sprintf("%.1f", s.CPU),
 			fmt.Sprintf("%.2f%%", 100*float64(s.Completed)/float64(max(s.Sent, 1)))})
 	}
 	b.table([]string{"target", "queries/s (median)", "server CPU µs/query", "answered"}, rows)
 	b.p("dnsperf has one CPU, as the server does; when the queries per second of the floor and the plugins are close, the load generator is the limit, and CPU per query is the figure that tells the plugins apart.")
 }
 
-func writeMemory(b *md, res *results, sr *scaleResult) {
+func writeMemory(b *md, res *results, sr *shapeResult) {
 	if len(sr.Memory) == 0 {
 		return
 	}
-	b.p("### Memory after sync (one process per plugin)")
+	b.p("### Memory after sync, every target")
 	var rows [][]string
-	for _, key := range sortedKeys(sr.Memory) {
-		m := sr.Memory[key]
-		rows = append(rows, []string{key + " " + res.Targets[key], fmt.Sprintf("**%.1f**", float64(m.RSS)/mib),
-			fmt.Sprintf("%.1f", float64(m.PeakRSS)/mib), fmt.Sprintf("%.1f", float64(m.HeapInuse)/mib), fmt.Sprintf("%.1f", sr.SyncSeconds[key])})
+	for _, key := range []string{keyOurs, keyStock, keyOursMC, keyStockMC} {
+		m, ok := sr.Memory[key]
+		if !ok {
+			continue
+		}
+		rows = append(rows, []string{key, fmt.Sprintf("**%s**", mibText(m.HeapInuse)), mibText(m.RSS), mibText(m.PeakRSS), startsText(sr.FirstAnswer[key])})
 	}
-	b.table([]string{"target", "RSS MiB", "peak RSS MiB", "Go heap in use MiB", "start to synced, s"}, rows)
+	b.table([]string{"target", "Go heap after GC MiB", "RSS MiB", "peak RSS during sync MiB", "start to first complete answer s, median (min–max)"}, rows)
 }
 
-func writeLatency(b *md, res *results, sr *scaleResult) {
-	if len(sr.Latency) == 0 {
+func writeLatency(b *md, res *results, p *perfFigures) {
+	if len(p.Latency) == 0 {
 		return
 	}
 	b.p("### DNS programming latency (%d changes through the API)", res.Changes)
 	var rows [][]string
-	for _, key := range sortedKeys(sr.Latency) {
-		l := sr.Latency[key]
+	for _, key := range sortedKeys(p.Latency) {
+		l := p.Latency[key]
 		var kinds []string
 		for _, k := range sortedKeys(l.ByKind) {
 			kinds = append(kinds, fmt.Sprintf("%s %.1f", k, l.ByKind[k]))
 		}
-		rows = append(rows, []string{key + " " + res.Targets[key], fmt.Sprintf("%.1f", l.P50), fmt.Sprintf("%.1f", l.P90),
+		rows = append(rows, []string{key, fmt.Sprintf("%.1f", l.P50), fmt.Sprintf("%.1f", l.P90),
 			fmt.Sprintf("**%.1f**", l.P99), fmt.Sprintf("%.1f", l.Max), fmt.Sprint(l.Timeouts), strings.Join(kinds, "; ")})
 	}
 	b.table([]string{"plugin", "p50 ms", "p90 ms", "p99 ms", "max ms", "timeouts (10 s)", "median by change, ms"}, rows)
-	if p := sr.LatencyPaired; p.Changes > 0 {
-		b.p("Change by change (both servers see the same watch event, so this cancels the API server's share): %s median %+.2f ms; A showed the change no later than B in %.0f%% of %d changes. Polling is every millisecond, so differences under about 1 ms are resolution.",
-			p.Pair, p.MedianMs, 100*p.FirstWins, p.Changes)
+	if lp := p.LatencyPaired; lp.Changes > 0 {
+		b.p("Change by change (both servers see the same watch event, so this cancels the API server's share): %s median %+.2f ms; kubeschema showed the change no later than stock in %.0f%% of %d changes. Polling is every millisecond, so differences under about 1 ms are resolution.",
+			lp.Pair, lp.MedianMs, 100*lp.FirstWins, lp.Changes)
 	}
 }
 
-func writeGoBench(b *md, sr *scaleResult) {
-	if len(sr.GoBench) == 0 {
+func writeGoBench(b *md, p *perfFigures) {
+	if len(p.GoBench) == 0 {
 		return
 	}
 	b.p("### In-process ServeDNS (go test -bench, one CPU)")
 	var cases []string
 	plugins := []string{"kubeschema", "kubernetes", "whoami"}
-	for _, g := range sr.GoBench {
+	for _, g := range p.GoBench {
 		if !slices.Contains(cases, g.Case) {
 			cases = append(cases, g.Case)
 		}
@@ -273,16 +392,16 @@ func writeGoBench(b *md, sr *scaleResult) {
 	var rows [][]string
 	for _, c := range cases {
 		row := []string{c}
-		for _, p := range plugins {
-			g, ok := sr.goBenchOf(p, c)
+		for _, pl := range plugins {
+			g, ok := p.goBenchOf(pl, c)
 			if !ok {
 				row = append(row, "–", "–")
 				continue
 			}
 			row = append(row, fmt.Sprintf("%.0f", g.NsPerOp), fmt.Sprintf("%d", g.AllocsPerOp))
 		}
-		ks, ok1 := sr.goBenchOf("kubeschema", c)
-		st, ok2 := sr.goBenchOf("kubernetes", c)
+		ks, ok1 := p.goBenchOf("kubeschema", c)
+		st, ok2 := p.goBenchOf("kubernetes", c)
 		if ok1 && ok2 {
 			row = append(row, ratioText(ks.NsPerOp, st.NsPerOp))
 		} else {
@@ -290,29 +409,31 @@ func writeGoBench(b *md, sr *scaleResult) {
 		}
 		rows = append(rows, row)
 	}
-	b.table([]string{"query", "kubeschema ns/op", "allocs/op", "kubernetes ns/op", "allocs/op", "whoami ns/op", "allocs/op", "kubeschema / kubernetes"}, rows)
+	b.table([]string{"query", "kubeschema ns/op", "allocs/op", "stock ns/op", "allocs/op", "floor (whoami) ns/op", "allocs/op", "kubeschema / stock"}, rows)
 }
 
 func writeMethod(b *md, res *results) {
 	b.p("## How it is measured")
-	for _, key := range sortedKeys(res.Targets) {
-		b.line("- **%s**: %s", key, res.Targets[key])
+	for _, key := range []string{keyOurs, keyStock, keyFloor, keyOursMC, keyStockMC} {
+		if label, ok := res.Targets[key]; ok {
+			b.line("- **%s**: %s", key, label)
+		}
 	}
 	b.line("")
-	b.p("Each target is its own `bin/coredns` process with a generated Corefile: the plugin under test alone in a server block on a loopback port (A and B with the same options: `kubeconfig`, `pods verified`, zones `cluster.local in-addr.arpa ip6.arpa`), and `prometheus` and `pprof` in a second block on another port, so no other plugin is in the query path. The processes are started one after the other, each waited for until it answers the objects loaded last.")
-	b.p("**Pinning and interleaving.** %s. All targets run for the whole scale; in each of %d rounds every test runs on each target in turn (A B C A B C …), each run %s (saturation runs %s), and the tables report the median over the rounds with the spread. Before the rounds each test's targets are saturated once (the calibration, also the warm-up), and the fixed load is half the slowest target's saturated rate. The column *other processes on server CPU* is the time the server's CPU ran something else during the run (user, nice, system and steal time of its /proc/stat line, less the server's own): the noise of other work on the machine.", res.Pinning, res.Rounds, res.Duration, res.SatDuration)
+	b.p("Each target is its own `bin/coredns` process with a generated Corefile: the plugin under test alone in a server block on a loopback port (kubeschema and stock with the same options: `kubeconfig`, `pods verified`, zones `cluster.local in-addr.arpa ip6.arpa`), and `pprof` in a second block on another port, so no other plugin is in the query path. On every shape the processes are started one after the other, each waited for until it answers the objects loaded last.")
+	b.p("**Memory** is read from /proc/PID/status (VmRSS; VmHWM for peaks) and from the Go runtime: the pprof heap profile with `gc=1&debug=1` forces a garbage collection and ends with the runtime's MemStats read right after it; *Go heap after GC* is its `HeapInuse`.")
+	b.p("**Pinning and interleaving** (the default fixture's CPU tests). %s. In each of %d rounds every test runs on each target in turn, each run %s (saturation runs %s), and the tables report the median over the rounds with the spread. Before the rounds each test's targets are saturated once (the calibration, also the warm-up), and the fixed load is half the slowest target's saturated rate. The column *other processes on server CPU* is the time the server's CPU ran something else during the run (user, nice, system and steal time of its /proc/stat line, less the server's own): the noise of other work on the machine.", res.Pinning, res.Rounds, res.Duration, res.SatDuration)
 	b.p("**CPU per query** is the server's own CPU time over a run (utime + stime of /proc/PID/stat, read before and after dnsperf) divided by the queries dnsperf got answers to. **Latency percentiles** come from dnsperf's per-query lines (`-v`; Debian's dnsperf 2.10 has no histogram option), as dnsperf measured them, load generator included.")
-	b.p("**Over TCP** the whole answer of the largest headless service is asked by the tool's own client (`go run . tcpload`, pinned like dnsperf: 4 connections, one query outstanding on each, sends paced at the fixed load), because Debian's dnsperf 2.10 does not complete TCP answers much over 16 KiB (in a check, 15 KB answers completed and 27 KB ones never did). It reads every answer whole and checks its rcode and record count (a short answer would be counted apart); latencies run from the send to the answer's last byte.")
+	b.p("**Over TCP** the whole answer of the largest headless service is asked by the tool's own client (`go run . tcpload`, pinned like dnsperf: 4 connections, one query outstanding on each, sends paced at the fixed load), because Debian's dnsperf 2.10 does not complete TCP answers much over 16 KiB (in a check, 15 KB answers completed and 27 KB ones never did). It reads every answer whole and checks its rcode and record count (a short answer would be counted apart); latencies run from the send to the answer's last byte, and *answer bytes* is the DNS message's length.")
 	b.p("**Query mix** (10,000 queries drawn with a fixed seed, dnsperf loops over them): %s. The search-path misses are what a pod with `ndots:5` sends first for an external name: `google.com.<ns>.svc.cluster.local`, `google.com.svc.cluster.local`, `google.com.cluster.local`. The clusterset mix: %s.", res.Mix, res.MCMix)
-	b.p("**Fixture.** Created through the real kube-apiserver by a parallel client-go loader (16 requests in flight): services of two named TCP ports, each with an EndpointSlice of ready endpoints (headless ones with StatefulSet-style hostnames), pods with their IPs written to the status (nothing schedules them), ServiceImports (ClusterSetIP, and every fifth Headless with EndpointSlices from two member clusters). Scales are loaded one after the other, and the servers are started anew at each.")
-	b.p("**Memory** is read from a fresh process per target after it has synced and a forced garbage collection (the pprof heap profile with `gc=1`): VmRSS and VmHWM from /proc/PID/status, `go_memstats_heap_inuse_bytes` from the metrics endpoint.")
+	b.p("**Fixture.** Created through the real kube-apiserver by a parallel client-go loader (16 requests in flight): services of two named TCP ports, each with an EndpointSlice of ready endpoints (headless ones with StatefulSet-style hostnames), pods with their IPs written to the status (nothing schedules them), ServiceImports (ClusterSetIP, and every fifth Headless with EndpointSlices from two member clusters).")
 	b.p("**Programming latency.** %d changes made one after the other through the API, in turn a new ClusterIP service, an endpoint added to a headless service, and that endpoint made unready; for each, both servers are polled over UDP every millisecond until the answer shows the change (the new address, or its absence). The time runs from just before the API request to the first answer that shows it, so it includes the API server's write and watch delivery, the same for both plugins.", res.Changes)
-	b.p("**In-process benchmarks** (`bench/inprocess`): one process starts CoreDNS from a Corefile with one server block per plugin (same options) against the same API server and data, takes each block's plugin handler at start-up (a small directive, `benchgrab`, reads it from the server block's config), waits until both plugins give the expected answer to every case, and times `ServeDNS` directly with a ResponseWriter that discards the reply: the plugin's own work, without network or packing.")
+	b.p("**In-process benchmarks** (`bench/inprocess`): one process starts CoreDNS from a Corefile with one server block per plugin (same options) against the same API server and data (after the churn), takes each block's plugin handler at start-up (a small directive, `benchgrab`, reads it from the server block's config), waits until both plugins give the expected answer to every case, and times `ServeDNS` directly with a ResponseWriter that discards the reply: the plugin's own work, without network or packing.")
 }
 
 func writeReproduce(b *md, res *results) {
 	b.p("## Reproduce")
-	b.line("- everything: `make bench` (default scale) or `make bench SCALE=small`; the tool: `%s`", res.Command)
+	b.line("- everything: `make bench` (default scale), `make bench SCALE=small`, one shape: `make bench SHAPES=S2`; the tool: `%s`", res.Command)
 	names := map[string]string{testMixed: "cluster mix, fixed load", testTCP: "headless over TCP", testMC: "clusterset mix", testSaturated: "saturation"}
 	for _, t := range []string{testMixed, testTCP, testMC, testSaturated} {
 		if c, ok := res.Commands[t]; ok {

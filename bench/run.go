@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -17,8 +18,8 @@ import (
 	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
-// The tests of a round, in the order they run. Each target of a test runs
-// once per round, in target order: A B C A B C ...
+// The tests of a round on the default fixture, in the order they run.
+// Each target of a test runs once per round, in target order.
 const (
 	testMixed     = "mixed"     // the cluster mix over UDP at a fixed load
 	testTCP       = "tcp"       // the largest headless service over TCP at a fixed load
@@ -31,6 +32,7 @@ type results struct {
 	Started, Finished time.Time
 	Command           string
 	Note              string
+	Scale             string
 	Machine           machine
 	Rounds            int
 	Duration          string
@@ -38,41 +40,52 @@ type results struct {
 	Changes           int
 	Benchtime         string
 	Pinning           string
+	Churn             churnSettings
 	Mix, MCMix        string
 	Commands          map[string]string // test → the dnsperf command
 	GoBenchCommand    string
-	Multicluster      string // "measured", or why D is missing
-	Targets           map[string]string
-	Scales            []*scaleResult
+	Targets           map[string]string // key → what it is
+	Shapes            []*shapeResult
 	Errors            []string
 }
 
-// scaleResult are the figures at one scale.
-type scaleResult struct {
-	Services, Headless, Endpoints, Pods, Imports int
-	HeadlessSizes                                []int
-	SyncSeconds                                  map[string]float64
-	Memory                                       map[string]memory
-	Rates                                        map[string]int                     // test → offered load, q/s
-	Calibration                                  map[string]map[string]float64      // test → target → saturated q/s
-	Runs                                         map[string]map[string][]perfResult // test → target → one per round
-	Order                                        map[string][]string                // test → its targets in round order
-	CrossCheck                                   []crossCheck
-	Latency                                      map[string]latencyResult
-	LatencyPaired                                pairedLatency
-	GoBench                                      []goBench
+// churnSettings are the churn's settings, for the report.
+type churnSettings struct {
+	Rate, Writers, CheckRate int
+	Duration                 string
+}
+
+// shapeResult are the figures of one shape.
+type shapeResult struct {
+	Shape       shape
+	LoadSeconds float64
+	Memory      map[string]memory // by target: after sync and a forced GC
+	// FirstAnswer is by target the seconds from a process's start to the
+	// probes' complete answers, one per start (the last start is the
+	// process measured afterwards).
+	FirstAnswer map[string][]float64
+	Churn       *churnResult
+	Perf        *perfFigures // the CPU, TCP and latency tests (the default fixture only)
+}
+
+// perfFigures are the figures of the tests run on the default fixture.
+type perfFigures struct {
+	Rates         map[string]int                     // test → offered load, q/s
+	Calibration   map[string]map[string]float64      // test → target → saturated q/s
+	Runs          map[string]map[string][]perfResult // test → target → one per round
+	Order         map[string][]string                // test → its targets in round order
+	CrossCheck    []crossCheck
+	Latency       map[string]latencyResult
+	LatencyPaired pairedLatency
+	GoBench       []goBench
 }
 
 // env is one run's state.
 type env struct {
 	cfg       *config
 	work      string
-	cluster   *kubeapi.Cluster
-	fix       *fixture
-	changes   *changer
 	res       *results
 	inprocess func() (string, error) // the benchmark binary, once built
-	mc        string                 // "", or why multicluster (D) is not measured
 }
 
 func run(ctx context.Context, cfg *config, args []string) error {
@@ -93,23 +106,41 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		bin string
 		err error
 	}
-	buildc := make(chan built, 1)
-	go func() { bin, err := buildInprocess(ctx, cfg, work); buildc <- built{bin, err} }()
-	e.inprocess = sync.OnceValues(func() (string, error) { b := <-buildc; return b.bin, b.err })
+	if slices.ContainsFunc(cfg.shapes, func(s shape) bool { return s.Perf }) {
+		// Built while the first shape loads; a build still running when
+		// the run ends is stopped.
+		buildCtx, stopBuild := context.WithCancel(ctx)
+		defer stopBuild()
+		buildc := make(chan built, 1)
+		go func() { bin, err := buildInprocess(buildCtx, cfg, work); buildc <- built{bin, err} }()
+		e.inprocess = sync.OnceValues(func() (string, error) { b := <-buildc; return b.bin, b.err })
+	}
 
-	runErr := e.measure(ctx)
-	if runErr != nil {
-		e.res.Errors = append(e.res.Errors, runErr.Error())
+	for _, sh := range cfg.shapes {
+		sr, err := e.measureShape(ctx, sh)
+		if len(sr.Memory) > 0 {
+			e.res.Shapes = append(e.res.Shapes, sr)
+		}
+		if err != nil {
+			e.res.Errors = append(e.res.Errors, fmt.Sprintf("%s: %v", sh.Name, err))
+			logf("%s: %v", sh.Name, err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	e.res.Finished, e.res.Machine.LoadEnd = time.Now(), loadavg()
-	if len(e.res.Scales) == 0 {
-		return runErr
+	if len(e.res.Shapes) == 0 {
+		return fmt.Errorf("nothing measured: %s", strings.Join(e.res.Errors, "; "))
 	}
 	if err := writeReport(cfg, e.res); err != nil {
-		return errors.Join(runErr, err)
+		return err
 	}
 	logf("wrote %s", filepath.Join(cfg.outDir, "benchmarks.md"))
-	return runErr
+	if len(e.res.Errors) > 0 {
+		return errors.New(strings.Join(e.res.Errors, "; "))
+	}
+	return nil
 }
 
 // checkTools fails early, with the fix, when a tool is missing.
@@ -135,220 +166,272 @@ func newResults(cfg *config, args []string) *results {
 		pinning = fmt.Sprintf("taskset: every DNS server process and the in-process benchmark on CPU %d (so GOMAXPROCS=1 for all), dnsperf on CPU %d", cfg.serverCPU, cfg.clientCPU)
 	}
 	return &results{
-		Started: time.Now(), Command: "cd bench && go run . " + shellJoin(args), Note: cfg.note,
-		Machine: readMachine(), Rounds: cfg.rounds, Duration: cfg.duration.String(), SatDuration: cfg.satDuration.String(),
+		Started: time.Now(), Command: "cd bench && go run . " + shellJoin(args), Note: cfg.note, Scale: cfg.scale,
+		Machine: readMachine(cfg.coredns), Rounds: cfg.rounds, Duration: cfg.duration.String(), SatDuration: cfg.satDuration.String(),
 		Changes: cfg.changes, Benchtime: cfg.benchtime, Pinning: pinning, Commands: map[string]string{},
-		Targets: map[string]string{}, Multicluster: "measured",
+		Churn:   churnSettings{Rate: cfg.churn.rate, Writers: cfg.churn.writers, CheckRate: cfg.churn.checkRate, Duration: cfg.churn.duration.String()},
+		Targets: map[string]string{},
 	}
 }
 
-// measure starts the API server, loads each scale and measures it.
-func (e *env) measure(ctx context.Context) error {
-	logf("starting etcd and kube-apiserver")
-	logFile, err := os.Create(filepath.Join(e.work, "kubeapi.log"))
+// shapeRun is the state of one shape's measurement.
+type shapeRun struct {
+	*env
+	sr      *shapeResult
+	cluster *kubeapi.Cluster
+	fix     *fixture
+	changes *changer           // the programming-latency services (Perf shapes)
+	servers map[string]*server // running, by target
+	files   queryFiles
+}
+
+// measureShape starts an API server of its own for the shape, loads it,
+// starts the targets one after the other (each timed to its first complete
+// answer and its memory read), runs the default fixture's tests when the
+// shape has them, then the churn, and stops everything.
+func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) {
+	sr := &shapeResult{Shape: sh, Memory: map[string]memory{}, FirstAnswer: map[string][]float64{}}
+	logf("%s %s: %s", sh.Name, sh.Title, sh.describe())
+	logFile, err := os.Create(filepath.Join(e.work, sh.Name+"-kubeapi.log"))
 	if err != nil {
-		return err
+		return sr, err
 	}
 	defer logFile.Close()
 	c, err := kubeapi.Start(ctx, kubeapi.Options{Log: logFile, ReadyTimeout: 3 * time.Minute})
 	if err != nil {
-		return err
+		return sr, err
 	}
 	defer c.Stop()
-	e.cluster = c
-	if e.fix, err = newFixture(e.cfg, c); err != nil {
-		return err
+	r := &shapeRun{env: e, sr: sr, cluster: c, servers: map[string]*server{}}
+	defer r.stop()
+	if r.fix, err = newFixture(e.cfg, sh, c); err != nil {
+		return sr, err
 	}
-	if err := e.fix.loadBase(ctx); err != nil {
-		return fmt.Errorf("load: %w", err)
+	start := time.Now()
+	if err := r.fix.load(ctx); err != nil {
+		return sr, fmt.Errorf("load: %w", err)
 	}
-	if e.changes, err = e.fix.setupLatency(ctx); err != nil {
-		return fmt.Errorf("latency services: %w", err)
-	}
-	for _, n := range e.cfg.services {
-		sr := &scaleResult{Services: n}
-		err := e.measureScale(ctx, sr)
-		if sr.Pods > 0 || err == nil {
-			e.res.Scales = append(e.res.Scales, sr)
+	if sh.Perf {
+		if r.changes, err = r.fix.setupLatency(ctx); err != nil {
+			return sr, fmt.Errorf("latency services: %w", err)
 		}
-		if err != nil {
-			return fmt.Errorf("at %d services: %w", n, err)
+	}
+	sr.LoadSeconds = time.Since(start).Seconds()
+	if e.inprocess != nil {
+		e.inprocess() // its build must not run beside the measurements; an error shows where it is used
+	}
+	if err := r.timedStarts(ctx); err != nil {
+		return sr, err
+	}
+	for _, t := range e.targets(sh) {
+		if err := r.start(ctx, t); err != nil {
+			return sr, err
+		}
+	}
+	if sh.Perf {
+		if err := r.perf(ctx); err != nil {
+			return sr, err
+		}
+		r.stop(keyFloor, keyOursMC, keyStockMC) // the churn is ours against stock alone
+	}
+	if err := r.churn(ctx); err != nil {
+		return sr, fmt.Errorf("churn: %w", err)
+	}
+	r.stop()
+	if sh.Perf {
+		return sr, r.goBench(ctx)
+	}
+	return sr, nil
+}
+
+// targets are the servers started for a shape, in start and round order:
+// ours and stock everywhere; the floor and the multicluster pair on the
+// default fixture.
+func (e *env) targets(sh shape) []target {
+	ts := []target{targetOurs, targetStock}
+	if sh.Perf {
+		ts = append(ts, targetFloor)
+		if e.cfg.multicluster && sh.Imports > 0 {
+			ts = append(ts, targetOursMC, targetStockMC)
+		}
+	}
+	for _, t := range ts {
+		e.res.Targets[t.Key] = t.Label
+	}
+	return ts
+}
+
+// timedStarts starts ours and stock in turn, -starts minus one times each,
+// and stops each once it answers the probes completely: the times to the
+// first complete answer besides those of the processes measured next.
+func (r *shapeRun) timedStarts(ctx context.Context) error {
+	for range r.cfg.starts - 1 {
+		for _, t := range []target{targetOurs, targetStock} {
+			s, err := r.launch(ctx, t)
+			if err != nil {
+				return err
+			}
+			r.sr.FirstAnswer[t.Key] = append(r.sr.FirstAnswer[t.Key], s.syncTime.Seconds())
+			r.stop(t.Key)
 		}
 	}
 	return nil
 }
 
-// scaleFiles are the query files of one scale.
-type scaleFiles struct{ mix, mc, cases string }
+// launch starts t and waits until it answers the probes completely.
+func (r *shapeRun) launch(ctx context.Context, t target) (*server, error) {
+	s, err := startServer(r.cfg, r.work, r.cluster.Kubeconfig, r.sr.Shape.Name, t)
+	if err != nil {
+		return nil, err
+	}
+	r.servers[t.Key] = s
+	probes := []sentinel{{name: "whoami.bench.", qtype: dns.TypeA}} // whoami answers in Additional: any NOERROR will do
+	if t.kube {
+		probes = r.clusterSentinels()
+	}
+	if t.mc {
+		probes = append(probes, r.mcSentinels()...)
+	}
+	return s, s.waitSynced(ctx, probes, 10*time.Minute)
+}
 
-// measureScale loads the fixture up to sr.Services and runs every test.
-func (e *env) measureScale(ctx context.Context, sr *scaleResult) error {
-	n := sr.Services
-	logf("scale %d services: loading", n)
-	if err := e.fix.load(ctx, n); err != nil {
-		return err
-	}
-	f := e.fix
-	sr.Headless, sr.Pods, sr.Imports, sr.HeadlessSizes = len(f.headless), f.pods, f.importsN, f.bigSizes
-	sr.Endpoints = n * e.cfg.endpoints
-	for _, s := range f.bigSizes {
-		sr.Endpoints += s
-	}
-	files, err := e.writeFiles(n)
+// start starts t and waits until it answers the probes completely; for a
+// Kubernetes target it records the time that took from the process's start
+// and, after a short settling, its memory.
+func (r *shapeRun) start(ctx context.Context, t target) error {
+	s, err := r.launch(ctx, t)
 	if err != nil {
 		return err
 	}
-	servers, err := e.startServers(ctx, sr)
-	defer func() {
-		for _, s := range servers {
-			s.stop()
+	if t.kube {
+		r.sr.FirstAnswer[t.Key] = append(r.sr.FirstAnswer[t.Key], s.syncTime.Seconds())
+		time.Sleep(2 * time.Second) // let the first burst of work settle
+		if r.sr.Memory[t.Key], err = s.readMemory(); err != nil {
+			return err
 		}
-	}()
+		if err := r.heapProfile(s); err != nil {
+			return err
+		}
+		m := r.sr.Memory[t.Key]
+		logf("%s answers completely %s after start; heap %.1f MiB, RSS %.1f MiB", s, s.syncTime.Round(time.Millisecond),
+			float64(m.HeapInuse)/mib, float64(m.RSS)/mib)
+	}
+	return nil
+}
+
+// stop stops the servers of the given targets, or all.
+func (r *shapeRun) stop(keys ...string) {
+	for k, s := range r.servers {
+		if len(keys) == 0 || slices.Contains(keys, k) {
+			s.stop()
+			delete(r.servers, k)
+		}
+	}
+}
+
+// churn rewrites EndpointSlices under ours and stock.
+func (r *shapeRun) churn(ctx context.Context) error {
+	cc := r.cfg.churn
+	ours, stock := r.servers[keyOurs], r.servers[keyStock]
+	ch := newChurn(cc, r.fix)
+	logf("churn: %d updates/s offered for %s by %d writers over %d services; checking %d headless names at %d q/s per server",
+		cc.rate, cc.duration, cc.writers, len(ch.services), len(ch.checked), cc.checkRate)
+	if r.cfg.pin { // each server may take a CPU of its own: neither waits for the other's work
+		for _, s := range []*server{ours, stock} {
+			if err := s.unpin(); err != nil {
+				return err
+			}
+		}
+	}
+	res, err := ch.run(ctx, []*server{ours, stock})
+	r.sr.Churn = res
 	if err != nil {
 		return err
 	}
-	byKey := map[string]*server{}
-	for _, s := range servers {
-		byKey[s.Key] = s
-		e.res.Targets[s.Key] = s.Label
+	logf("churn: %d updates in %.1fs (%.0f/s), %d failed", res.Updates, res.Seconds, res.Rate, res.Failed)
+	for _, k := range []string{keyOurs, keyStock} {
+		c := res.Check[k]
+		logf("  %s: peak RSS %.1f MiB, after %.1f MiB; CPU %.1fs; %d answers checked, %d wrong, %d errors, %d truncated, %d stale at the end",
+			k, float64(res.PeakRSS[k])/mib, float64(res.After[k].RSS)/mib, res.CPU[k], c.Answers, c.Wrong, c.Errors, c.Truncated, c.StaleAtEnd)
 	}
-	sr.CrossCheck = e.crossChecks(byKey, files)
-	plans, err := e.runRounds(ctx, sr, byKey, files)
+	return nil
+}
+
+// queryFiles are the query files of the default fixture.
+type queryFiles struct{ mix, mc, cases string }
+
+// perf runs the default fixture's tests on the running targets.
+func (r *shapeRun) perf(ctx context.Context) error {
+	if err := r.writeFiles(); err != nil {
+		return err
+	}
+	r.sr.Perf = &perfFigures{}
+	r.sr.Perf.CrossCheck = r.crossChecks()
+	plans, err := r.runRounds(ctx)
 	if err != nil {
 		return err
 	}
-	if err := e.profiles(ctx, sr, plans); err != nil {
+	if err := r.profiles(ctx, plans); err != nil {
 		return err
 	}
-	logf("programming latency: %d changes", e.cfg.changes)
-	if sr.Latency, sr.LatencyPaired, err = measureLatency(ctx, e.changes, []*server{byKey["A"], byKey["B"]}, n, e.cfg.changes); err != nil {
+	logf("programming latency: %d changes", r.cfg.changes)
+	p := r.sr.Perf
+	p.Latency, p.LatencyPaired, err = measureLatency(ctx, r.changes, []*server{r.servers[keyOurs], r.servers[keyStock]}, r.cfg.changes)
+	if err != nil {
 		return fmt.Errorf("programming latency: %w", err)
 	}
-	for _, s := range servers {
-		s.stop()
-	}
-	return e.goBench(ctx, sr, files)
+	return nil
 }
 
-// writeFiles writes the query files of scale n.
-func (e *env) writeFiles(n int) (scaleFiles, error) {
-	p := func(name string) string { return filepath.Join(e.work, fmt.Sprintf("%d-%s", n, name)) }
-	files := scaleFiles{mix: p("mix.txt"), mc: p("multicluster.txt"), cases: p("cases.txt")}
-	mix, mcMix := e.fix.clusterMix(), e.fix.multiclusterMix()
-	e.res.Mix, e.res.MCMix = mixDescription(mix), mixDescription(mcMix)
-	big := e.fix.big[len(e.fix.big)-1]
+// writeFiles writes the query files of the default fixture.
+func (r *shapeRun) writeFiles() error {
+	p := func(name string) string { return filepath.Join(r.work, r.sr.Shape.Name+"-"+name) }
+	r.files = queryFiles{mix: p("mix.txt"), mc: p("multicluster.txt"), cases: p("cases.txt")}
+	mix := r.fix.clusterMix()
+	r.res.Mix = mixDescription(mix)
+	big := r.fix.big[len(r.fix.big)-1]
 	bigQ := query{kind: fmt.Sprintf("%s A over TCP", big.name), name: big.name + "." + big.ns + ".svc.cluster.local.", qtype: dns.TypeA, expect: "answer", tcp: true}
 	cases := append(samples(mix), bigQ)
-	return files, errors.Join(
-		writeQueries(files.mix, generate(mix, mixLines)),
-		writeQueries(files.mc, generate(mcMix, mixLines)),
-		writeCases(files.cases, cases),
-	)
+	errs := []error{writeQueries(r.files.mix, generate(mix, mixLines)), writeCases(r.files.cases, cases)}
+	if len(r.fix.imports) > 0 {
+		mcMix := r.fix.multiclusterMix()
+		r.res.MCMix = mixDescription(mcMix)
+		errs = append(errs, writeQueries(r.files.mc, generate(mcMix, mixLines)))
+	}
+	return errors.Join(errs...)
 }
 
-// targets are the servers of this run, in round order.
-func (e *env) targets() []target {
-	ts := []target{targetA, targetB, targetC}
-	if e.cfg.multicluster != "off" {
-		ts = append(ts, targetD, targetE)
-	}
-	return ts
-}
-
-// startServers starts the targets one after the other, each waited for
-// until it has synced, and reads the memory of each after sync.
-func (e *env) startServers(ctx context.Context, sr *scaleResult) ([]*server, error) {
-	sr.SyncSeconds, sr.Memory = map[string]float64{}, map[string]memory{}
-	var servers []*server
-	for _, t := range e.targets() {
-		if t.Key == "D" && e.mc != "" {
-			continue
-		}
-		s, err := startServer(e, t, sr.Services)
-		if err != nil {
-			return servers, err
-		}
-		servers = append(servers, s)
-		if err := e.waitServer(ctx, s); err != nil {
-			return servers, err
-		}
-		if t.Key == "D" && e.mc != "" { // the plugin is not there yet
-			s.stop()
-			servers = servers[:len(servers)-1]
-			continue
-		}
-		sr.SyncSeconds[t.Key] = s.syncTime.Seconds()
-		if t.kube {
-			time.Sleep(2 * time.Second) // let the first burst of work settle
-			if sr.Memory[t.Key], err = s.readMemory(); err != nil {
-				return servers, err
-			}
-			if err := e.heapProfile(s, sr.Services); err != nil {
-				return servers, err
-			}
-		}
-		logf("%s synced in %s", s, s.syncTime.Round(time.Millisecond))
-	}
-	return servers, nil
-}
-
-// waitServer waits until s answers its sentinels. For D it first checks
-// that the multicluster plugin serves clusterset.local at all.
-func (e *env) waitServer(ctx context.Context, s *server) error {
-	const within = 10 * time.Minute
-	if !s.kube {
-		// whoami answers in the Additional section: any NOERROR will do.
-		return s.waitSynced(ctx, []sentinel{{name: "whoami.bench.", qtype: dns.TypeA}}, within)
-	}
-	if err := s.waitSynced(ctx, e.clusterSentinels(), within); err != nil {
-		return err
-	}
-	if !s.mc {
-		return nil
-	}
-	if s.Key == "D" {
-		r, err := exchange(s.addr(), false, "dns-version.clusterset.local.", dns.TypeTXT)
-		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0 {
-			// TODO(multicluster): when plugin/multicluster serves the MCS
-			// schema (issue 6), this check passes and D is measured with
-			// no other change here.
-			e.mc = "plugin/multicluster does not serve clusterset.local yet (dns-version.clusterset.local TXT unanswered): D not measured"
-			if e.cfg.multicluster == "on" {
-				return errors.New(e.mc)
-			}
-			e.res.Multicluster = e.mc
-			logf("%s", e.mc)
-			return nil
-		}
-	}
-	return s.waitSynced(ctx, e.mcSentinels(), within)
-}
-
-// clusterSentinels are the cluster.local objects loaded last, the largest
-// headless service whole, and the latency services.
-func (e *env) clusterSentinels() []sentinel {
-	f := e.fix
+// clusterSentinels are the probes of a complete answer: the services of
+// each kind numbered last (a headless one with all its endpoints), the
+// largest headless service whole, the pod loaded last, and the latency
+// services.
+func (r *shapeRun) clusterSentinels() []sentinel {
+	f, sh := r.fix, r.sr.Shape
 	name := func(s svcRef) string { return s.name + "." + s.ns + ".svc.cluster.local." }
-	cips, hls := sortedRefs(f.clusterIPs), sortedRefs(f.headless)
-	big := f.big[len(f.big)-1]
-	out := []sentinel{
-		{name: name(cips[len(cips)-1]), qtype: dns.TypeA, min: 1},
-		{name: name(big), qtype: dns.TypeA, tcp: true, min: f.bigSizes[len(f.bigSizes)-1]},
+	var out []sentinel
+	if cips := sortedRefs(f.clusterIPs); len(cips) > 0 {
+		out = append(out, sentinel{name: name(cips[len(cips)-1]), qtype: dns.TypeA, min: 1})
 	}
-	if len(hls) > 0 {
-		out = append(out, sentinel{name: name(hls[len(hls)-1]), qtype: dns.TypeA, min: e.cfg.endpoints})
+	if hls := sortedRefs(f.headless); len(hls) > 0 {
+		out = append(out, sentinel{name: name(hls[len(hls)-1]), qtype: dns.TypeA, min: sh.Endpoints, tcp: sh.Endpoints > 20})
 	}
-	if f.pods > 0 {
-		out = append(out, sentinel{name: f.podName(f.pods - 1), qtype: dns.TypeA, min: 1})
+	if len(f.big) > 0 {
+		out = append(out, sentinel{name: name(f.big[len(f.big)-1]), qtype: dns.TypeA, tcp: true, min: sh.BigHeadless[len(sh.BigHeadless)-1]})
 	}
-	return append(out, e.changes.sentinels()...)
+	if sh.Pods > 0 {
+		out = append(out, sentinel{name: f.podName(sh.Pods - 1), qtype: dns.TypeA, min: 1})
+	}
+	if r.changes != nil {
+		out = append(out, r.changes.sentinels()...)
+	}
+	return out
 }
 
 // mcSentinels are the imports loaded last, of each type.
-func (e *env) mcSentinels() []sentinel {
+func (r *shapeRun) mcSentinels() []sentinel {
 	var out []sentinel
 	seen := map[bool]bool{}
-	imps := sortedRefs(e.fix.imports)
+	imps := sortedRefs(r.fix.imports)
 	for i := len(imps) - 1; i >= 0 && len(seen) < 2; i-- {
 		headless := imps[i].ip == ""
 		if !seen[headless] {
@@ -367,64 +450,64 @@ type testPlan struct {
 	spec    perfSpec
 }
 
-// plans are the tests of a round at scale sr, with the rates set.
-func (e *env) plans(ctx context.Context, sr *scaleResult, by map[string]*server, files scaleFiles) ([]testPlan, error) {
+// plans are the tests of a round, with the rates set.
+func (r *shapeRun) plans(ctx context.Context) ([]testPlan, error) {
 	pick := func(keys ...string) []*server {
 		var out []*server
 		for _, k := range keys {
-			if s := by[k]; s != nil {
+			if s := r.servers[k]; s != nil {
 				out = append(out, s)
 			}
 		}
 		return out
 	}
-	cfg := e.cfg
-	mixed := perfSpec{file: files.mix, duration: cfg.duration, clients: 4, outstanding: 100, verbose: true}
-	big := e.fix.big[len(e.fix.big)-1]
-	tcp := perfSpec{tcp: true, tcpName: big.name + "." + big.ns + ".svc.cluster.local.", tcpMin: e.fix.bigSizes[len(e.fix.bigSizes)-1],
+	cfg, f, p := r.cfg, r.fix, r.sr.Perf
+	mixed := perfSpec{file: r.files.mix, duration: cfg.duration, clients: 4, outstanding: 100, verbose: true}
+	big := f.big[len(f.big)-1]
+	tcp := perfSpec{tcp: true, tcpName: big.name + "." + big.ns + ".svc.cluster.local.", tcpMin: f.shape.BigHeadless[len(f.shape.BigHeadless)-1],
 		duration: cfg.duration, clients: 4}
-	mc := perfSpec{file: files.mc, duration: cfg.duration, clients: 4, outstanding: 100, verbose: true}
-	sat := perfSpec{file: files.mix, duration: cfg.satDuration, clients: 8, outstanding: 500}
+	mc := perfSpec{file: r.files.mc, duration: cfg.duration, clients: 4, outstanding: 100, verbose: true}
+	sat := perfSpec{file: r.files.mix, duration: cfg.satDuration, clients: 8, outstanding: 500}
 	plans := []testPlan{
-		{testMixed, pick("A", "B", "C"), mixed},
-		{testTCP, pick("A", "B"), tcp},
+		{testMixed, pick(keyOurs, keyStock, keyFloor), mixed},
+		{testTCP, pick(keyOurs, keyStock), tcp},
 	}
-	if by["E"] != nil {
-		plans = append(plans, testPlan{testMC, pick("D", "E", "C"), mc})
+	if r.servers[keyStockMC] != nil {
+		plans = append(plans, testPlan{testMC, pick(keyOursMC, keyStockMC, keyFloor), mc})
 	}
-	plans = append(plans, testPlan{testSaturated, pick("A", "B", "C"), sat})
+	plans = append(plans, testPlan{testSaturated, pick(keyOurs, keyStock, keyFloor), sat})
 	// Calibration: each fixed-load test's targets saturated once (also the
 	// warm-up); the fixed load is half the slowest.
-	sr.Rates, sr.Calibration = map[string]int{}, map[string]map[string]float64{}
+	p.Rates, p.Calibration = map[string]int{}, map[string]map[string]float64{}
 	given := map[string]int{testMixed: cfg.qps, testTCP: cfg.tcpQPS, testMC: cfg.qps}
 	for i := range plans {
-		p := &plans[i]
-		if p.name == testSaturated {
+		pl := &plans[i]
+		if pl.name == testSaturated {
 			continue
 		}
-		calib := p.spec
+		calib := pl.spec
 		calib.qps, calib.duration, calib.verbose = 0, cfg.satDuration, false
 		calib.outstanding *= 4
 		calib.clients *= 2
-		sr.Calibration[p.name] = map[string]float64{}
+		p.Calibration[pl.name] = map[string]float64{}
 		slowest := math.Inf(1)
-		for _, s := range p.targets {
-			r, err := runPerf(ctx, cfg, s, calib)
+		for _, s := range pl.targets {
+			res, err := runPerf(ctx, cfg, s, calib)
 			if err != nil {
-				return nil, fmt.Errorf("calibrate %s: %w", p.name, err)
+				return nil, fmt.Errorf("calibrate %s: %w", pl.name, err)
 			}
-			sr.Calibration[p.name][s.Key] = r.QPS
-			slowest = min(slowest, r.QPS)
+			p.Calibration[pl.name][s.Key] = res.QPS
+			slowest = min(slowest, res.QPS)
 		}
-		p.spec.qps = given[p.name]
-		if p.spec.qps == 0 {
-			p.spec.qps = roundDown(slowest / 2)
+		pl.spec.qps = given[pl.name]
+		if pl.spec.qps == 0 {
+			pl.spec.qps = roundDown(slowest / 2)
 		}
-		sr.Rates[p.name] = p.spec.qps
-		logf("%s: saturated %v q/s; fixed load %d q/s", p.name, roundMap(sr.Calibration[p.name]), p.spec.qps)
+		p.Rates[pl.name] = pl.spec.qps
+		logf("%s: saturated %v q/s; fixed load %d q/s", pl.name, roundMap(p.Calibration[pl.name]), pl.spec.qps)
 	}
-	for _, p := range plans {
-		e.res.Commands[p.name] = p.spec.command(cfg)
+	for _, pl := range plans {
+		r.res.Commands[pl.name] = pl.spec.command(cfg)
 	}
 	return plans, nil
 }
@@ -448,32 +531,33 @@ func roundMap(m map[string]float64) map[string]int {
 
 // runRounds calibrates, then runs the rounds: in each, every test on each
 // of its targets in turn.
-func (e *env) runRounds(ctx context.Context, sr *scaleResult, by map[string]*server, files scaleFiles) ([]testPlan, error) {
-	plans, err := e.plans(ctx, sr, by, files)
+func (r *shapeRun) runRounds(ctx context.Context) ([]testPlan, error) {
+	plans, err := r.plans(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sr.Runs, sr.Order = map[string]map[string][]perfResult{}, map[string][]string{}
-	for _, p := range plans {
-		for _, s := range p.targets {
-			sr.Order[p.name] = append(sr.Order[p.name], s.Key)
+	p := r.sr.Perf
+	p.Runs, p.Order = map[string]map[string][]perfResult{}, map[string][]string{}
+	for _, pl := range plans {
+		for _, s := range pl.targets {
+			p.Order[pl.name] = append(p.Order[pl.name], s.Key)
 		}
 	}
-	for round := 1; round <= e.cfg.rounds; round++ {
-		for _, p := range plans {
-			if sr.Runs[p.name] == nil {
-				sr.Runs[p.name] = map[string][]perfResult{}
+	for round := 1; round <= r.cfg.rounds; round++ {
+		for _, pl := range plans {
+			if p.Runs[pl.name] == nil {
+				p.Runs[pl.name] = map[string][]perfResult{}
 			}
 			var line []string
-			for _, s := range p.targets {
-				r, err := runPerf(ctx, e.cfg, s, p.spec)
+			for _, s := range pl.targets {
+				res, err := runPerf(ctx, r.cfg, s, pl.spec)
 				if err != nil {
-					return nil, fmt.Errorf("round %d %s: %w", round, p.name, err)
+					return nil, fmt.Errorf("round %d %s: %w", round, pl.name, err)
 				}
-				sr.Runs[p.name][s.Key] = append(sr.Runs[p.name][s.Key], r)
-				line = append(line, fmt.Sprintf("%s %.1fµs/q %.0fq/s", s.Key, r.CPUPerQuery, r.QPS))
+				p.Runs[pl.name][s.Key] = append(p.Runs[pl.name][s.Key], res)
+				line = append(line, fmt.Sprintf("%s %.1fµs/q %.0fq/s", s.Key, res.CPUPerQuery, res.QPS))
 			}
-			logf("round %d/%d %-9s %s", round, e.cfg.rounds, p.name, strings.Join(line, ", "))
+			logf("round %d/%d %-9s %s", round, r.cfg.rounds, pl.name, strings.Join(line, ", "))
 		}
 	}
 	return plans, nil
@@ -482,44 +566,44 @@ func (e *env) runRounds(ctx context.Context, sr *scaleResult, by map[string]*ser
 // profiles runs each fixed-load test once more on its Kubernetes targets
 // while the server records a CPU profile (-profile): what the hot path
 // spends its time on, outside the figures.
-func (e *env) profiles(ctx context.Context, sr *scaleResult, plans []testPlan) error {
-	if e.cfg.profile == "" {
+func (r *shapeRun) profiles(ctx context.Context, plans []testPlan) error {
+	if r.cfg.profile == "" {
 		return nil
 	}
-	if err := os.MkdirAll(e.cfg.profile, 0o755); err != nil {
+	if err := os.MkdirAll(r.cfg.profile, 0o755); err != nil {
 		return err
 	}
-	for _, p := range plans {
-		if p.name == testSaturated {
+	for _, pl := range plans {
+		if pl.name == testSaturated {
 			continue
 		}
-		for _, s := range p.targets {
+		for _, s := range pl.targets {
 			if !s.kube {
 				continue
 			}
-			path := filepath.Join(e.cfg.profile, fmt.Sprintf("%d-%s-%s-%s.cpu.pprof", sr.Services, p.name, s.Key, strings.ReplaceAll(s.Name, " ", "-")))
-			if err := profileRun(ctx, e.cfg, s, p.spec, path); err != nil {
+			path := filepath.Join(r.cfg.profile, fmt.Sprintf("%s-%s-%s.cpu.pprof", r.sr.Shape.Name, pl.name, s.Key))
+			if err := profileRun(ctx, r.cfg, s, pl.spec, path); err != nil {
 				return err
 			}
-			logf("CPU profile of %s during %s: %s", s, p.name, path)
+			logf("CPU profile of %s during %s: %s", s, pl.name, path)
 		}
 	}
 	return nil
 }
 
 // heapProfile saves s's heap profile after sync (-profile).
-func (e *env) heapProfile(s *server, scale int) error {
-	if e.cfg.profile == "" {
+func (r *shapeRun) heapProfile(s *server) error {
+	if r.cfg.profile == "" {
 		return nil
 	}
-	if err := os.MkdirAll(e.cfg.profile, 0o755); err != nil {
+	if err := os.MkdirAll(r.cfg.profile, 0o755); err != nil {
 		return err
 	}
 	body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", s.pprof))
 	if err != nil {
 		return fmt.Errorf("heap profile of %s: %w", s, err)
 	}
-	path := filepath.Join(e.cfg.profile, fmt.Sprintf("%d-heap-%s-%s.pprof", scale, s.Key, strings.ReplaceAll(s.Name, " ", "-")))
+	path := filepath.Join(r.cfg.profile, fmt.Sprintf("%s-heap-%s.pprof", r.sr.Shape.Name, s.Key))
 	return os.WriteFile(path, []byte(body), 0o644)
 }
 
@@ -545,16 +629,16 @@ func profileRun(ctx context.Context, cfg *config, s *server, spec perfSpec, path
 	return os.WriteFile(path, []byte(g.body), 0o644)
 }
 
-// goBench runs the in-process benchmark against this scale's data.
-func (e *env) goBench(ctx context.Context, sr *scaleResult, files scaleFiles) error {
-	bin, err := e.inprocess()
+// goBench runs the in-process benchmark against the shape's data.
+func (r *shapeRun) goBench(ctx context.Context) error {
+	bin, err := r.inprocess()
 	if err != nil {
 		return err
 	}
-	logf("in-process benchmark (go test -bench, benchtime %s)", e.cfg.benchtime)
-	e.res.GoBenchCommand = fmt.Sprintf("cd bench && go test -c -o inprocess.test ./inprocess && SCHEMADNS_BENCH_KUBECONFIG=... SCHEMADNS_BENCH_CASES=cases.txt SCHEMADNS_BENCH_MIX=mix.txt taskset -c %d ./inprocess.test %s",
-		e.cfg.serverCPU, strings.Join(goBenchArgs(e.cfg), " "))
-	sr.GoBench, err = runInprocess(ctx, e.cfg, bin, e.cluster.Kubeconfig, files.cases, files.mix)
+	logf("in-process benchmark (go test -bench, benchtime %s)", r.cfg.benchtime)
+	r.res.GoBenchCommand = fmt.Sprintf("cd bench && go test -c -o inprocess.test ./inprocess && SCHEMADNS_BENCH_KUBECONFIG=... SCHEMADNS_BENCH_CASES=cases.txt SCHEMADNS_BENCH_MIX=mix.txt taskset -c %d ./inprocess.test %s",
+		r.cfg.serverCPU, strings.Join(goBenchArgs(r.cfg), " "))
+	r.sr.Perf.GoBench, err = runInprocess(ctx, r.cfg, bin, r.cluster.Kubeconfig, r.files.cases, r.files.mix)
 	return err
 }
 

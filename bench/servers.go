@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,8 +22,7 @@ import (
 
 // target is one server configuration under test.
 type target struct {
-	Key   string // A, B, C, D, E: the order in a round
-	Name  string // short name used in tables
+	Key   string // its name in the tables: kubeschema, stock, floor, …
 	Label string // what it is
 	// stanza is the server block's plugins, given the kubeconfig.
 	stanza func(kubeconfig string) string
@@ -31,21 +31,30 @@ type target struct {
 	kube, mc bool
 }
 
-// The targets. A and B are the issue's (A) and (B) with the same options;
-// C is the framework's floor; D and E compare the multicluster schema.
+// The targets' keys.
+const (
+	keyOurs    = "kubeschema"
+	keyStock   = "stock"
+	keyFloor   = "floor"
+	keyOursMC  = "kubeschema+multicluster"
+	keyStockMC = "stock+multicluster"
+)
+
+// The targets: ours and stock with the same options, the framework's floor,
+// and the same pair serving clusterset.local too.
 var (
-	targetA = target{Key: "A", Name: "kubeschema", Label: "kubeschema (ours)", kube: true,
+	targetOurs = target{Key: keyOurs, Label: "kubeschema (ours)", kube: true,
 		stanza: func(kc string) string { return kubeStanza("kubeschema", "cluster.local in-addr.arpa ip6.arpa", kc, "") }}
-	targetB = target{Key: "B", Name: "kubernetes", Label: "stock kubernetes plugin (CoreDNS v1.15.0)", kube: true,
+	targetStock = target{Key: keyStock, Label: "CoreDNS's own kubernetes plugin, compiled into the same binary", kube: true,
 		stanza: func(kc string) string { return kubeStanza("kubernetes", "cluster.local in-addr.arpa ip6.arpa", kc, "") }}
-	targetC = target{Key: "C", Name: "whoami", Label: "framework floor: whoami only",
+	targetFloor = target{Key: keyFloor, Label: "the framework's floor: a server block with only whoami",
 		stanza: func(string) string { return "whoami" }}
-	targetD = target{Key: "D", Name: "kubeschema+multicluster", Label: "kubeschema + multicluster (ours)", kube: true, mc: true,
+	targetOursMC = target{Key: keyOursMC, Label: "kubeschema and multicluster in one server block (ours)", kube: true, mc: true,
 		stanza: func(kc string) string {
 			return kubeStanza("kubeschema", "cluster.local in-addr.arpa ip6.arpa", kc, "fallthrough in-addr.arpa ip6.arpa") + "\n    " +
 				kubeStanza("multicluster", "clusterset.local in-addr.arpa ip6.arpa", kc, "")
 		}}
-	targetE = target{Key: "E", Name: "kubernetes multicluster", Label: "stock kubernetes plugin with multicluster clusterset.local", kube: true, mc: true,
+	targetStockMC = target{Key: keyStockMC, Label: "CoreDNS's own kubernetes plugin with `multicluster clusterset.local`", kube: true, mc: true,
 		stanza: func(kc string) string {
 			return kubeStanza("kubernetes", "cluster.local clusterset.local in-addr.arpa ip6.arpa", kc, "multicluster clusterset.local")
 		}}
@@ -67,43 +76,42 @@ func kubeStanza(plugin, zones, kubeconfig, extra string) string {
 }
 
 // corefile is a target's Corefile: the block under test alone on its port,
-// and the metrics and pprof listeners in a block of their own, so that no
-// plugin but the one measured is in the query path.
-func corefile(t target, kubeconfig string, port, admin, metrics, pprof int) string {
+// and the pprof listener (heap figures, forced GC, profiles) in a block of
+// its own, so that no plugin but the one measured is in the query path.
+func corefile(t target, kubeconfig string, port, admin, pprof int) string {
 	return fmt.Sprintf(`.:%d {
     bind 127.0.0.1
     %s
 }
 .:%d {
     bind 127.0.0.1
-    prometheus 127.0.0.1:%d
     pprof 127.0.0.1:%d
 }
-`, port, t.stanza(kubeconfig), admin, metrics, pprof)
+`, port, t.stanza(kubeconfig), admin, pprof)
 }
 
 // server is a running bin/coredns serving one target.
 type server struct {
 	target
-	port, metrics, pprof int
-	cmd                  *exec.Cmd
-	started              time.Time
-	syncTime             time.Duration // start to every sentinel answered
-	logPath              string
-	exited               chan struct{}
+	port, pprof int
+	cmd         *exec.Cmd
+	started     time.Time
+	syncTime    time.Duration // start to every probe answered completely
+	logPath     string
+	exited      chan struct{}
 }
 
 // startServer runs the binary on free loopback ports, pinned to the
 // server CPU.
-func startServer(env *env, t target, scale int) (*server, error) {
-	ports, err := freePorts(4)
+func startServer(cfg *config, work, kubeconfig, shape string, t target) (*server, error) {
+	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{target: t, port: ports[0], metrics: ports[2], pprof: ports[3], exited: make(chan struct{})}
-	base := filepath.Join(env.work, fmt.Sprintf("%d-%s", scale, t.Key))
+	s := &server{target: t, port: ports[0], pprof: ports[2], exited: make(chan struct{})}
+	base := filepath.Join(work, shape+"-"+t.Key)
 	conf := base + ".Corefile"
-	cf := corefile(t, env.cluster.Kubeconfig, s.port, ports[1], s.metrics, s.pprof)
+	cf := corefile(t, kubeconfig, s.port, ports[1], s.pprof)
 	if err := os.WriteFile(conf, []byte(cf), 0o644); err != nil {
 		return nil, err
 	}
@@ -113,12 +121,12 @@ func startServer(env *env, t target, scale int) (*server, error) {
 		return nil, err
 	}
 	defer logFile.Close() // the child has its own descriptor
-	s.cmd = pinned(env.cfg, env.cfg.serverCPU, env.cfg.coredns, "-conf", conf)
+	s.cmd = pinned(cfg, cfg.serverCPU, cfg.coredns, "-conf", conf)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	s.started = time.Now()
 	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", t.Name, err)
+		return nil, fmt.Errorf("start %s: %w", t.Key, err)
 	}
 	go func() { s.cmd.Wait(); close(s.exited) }()
 	return s, nil
@@ -131,6 +139,16 @@ func pinned(cfg *config, cpu int, name string, args ...string) *exec.Cmd {
 		return exec.Command(name, args...)
 	}
 	return exec.Command("taskset", append([]string{"-c", strconv.Itoa(cpu), name}, args...)...)
+}
+
+// unpin lets every thread of the server run on any CPU (GOMAXPROCS stays
+// what it was at start).
+func (s *server) unpin() error {
+	cpus := fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(s.pid())).CombinedOutput(); err != nil {
+		return fmt.Errorf("taskset -a -p -c %s %d: %w: %s", cpus, s.pid(), err, out)
+	}
+	return nil
 }
 
 // freePorts returns n distinct loopback ports free for both TCP and UDP.
@@ -169,7 +187,7 @@ func (s *server) alive() bool {
 		return true
 	}
 }
-func (s *server) String() string { return s.Key + " " + s.Name }
+func (s *server) String() string { return s.Key }
 
 // stop ends the server: SIGTERM, then SIGKILL after 5 seconds.
 func (s *server) stop() {
@@ -186,7 +204,8 @@ func (s *server) stop() {
 }
 
 // sentinel is a query whose answer shows that a server has the whole
-// fixture: the objects created last, the largest headless service whole.
+// fixture (a probe): the objects created last, the largest headless service
+// whole.
 type sentinel struct {
 	name  string
 	qtype uint16
@@ -194,7 +213,9 @@ type sentinel struct {
 	min   int // answer records at least
 }
 
-// waitSynced polls the sentinels until each has its answer.
+// waitSynced polls the sentinels until each has its complete answer, every
+// 10 ms, so that the time from the process's start to its first complete
+// answer is read to about that.
 func (s *server) waitSynced(ctx context.Context, sentinels []sentinel, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
@@ -223,7 +244,7 @@ func (s *server) waitSynced(ctx context.Context, sentinels []sentinel, within ti
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s not synced within %s (last: %s); see %s", s, within, last, s.logPath)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	s.syncTime = time.Since(s.started)
@@ -293,23 +314,48 @@ func cpuBusy(cpu int) (float64, error) {
 	return 0, fmt.Errorf("/proc/stat has no %q line", prefix)
 }
 
-// memory is a process's memory after sync.
+// memory is a process's memory at one moment.
 type memory struct {
-	RSS, PeakRSS, HeapInuse int64 // bytes
+	RSS       int64 // bytes, VmRSS
+	PeakRSS   int64 // bytes, VmHWM: the process's peak so far (since the last reset)
+	HeapInuse int64 // bytes, the Go heap in use right after a forced GC
 }
 
-// readMemory reads VmRSS and VmHWM from /proc and the Go heap in use from
-// the server's metrics, after forcing a garbage collection through pprof
-// (the heap profile with gc=1), so that both plugins are read without
+// readMemory forces a garbage collection and reads the Go heap in use in
+// the same request (the pprof heap profile with gc=1 and debug=1 ends with
+// the runtime.MemStats read right after that collection, "# HeapInuse = N"),
+// then VmRSS and VmHWM from /proc, so that both plugins are read without
 // their garbage.
 func (s *server) readMemory() (memory, error) {
 	var m memory
-	if _, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", s.pprof)); err != nil {
-		return m, fmt.Errorf("force GC: %w", err)
-	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid()))
+	prof, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1&debug=1", s.pprof))
 	if err != nil {
+		return m, fmt.Errorf("heap of %s: %w", s, err)
+	}
+	if m.HeapInuse, err = memStat(prof, "HeapInuse"); err != nil {
+		return m, fmt.Errorf("heap of %s: %w", s, err)
+	}
+	if m.RSS, m.PeakRSS, err = rss(s.pid()); err != nil {
 		return m, err
+	}
+	return m, nil
+}
+
+// memStat is a "# Name = N" line of a debug=1 heap profile.
+func memStat(profile, name string) (int64, error) {
+	for line := range strings.SplitSeq(profile, "\n") {
+		if v, ok := strings.CutPrefix(line, "# "+name+" = "); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %q line in the heap profile", "# "+name)
+}
+
+// rss is VmRSS and VmHWM of a process, in bytes.
+func rss(pid int) (cur, peak int64, err error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
 	}
 	for line := range strings.SplitSeq(string(status), "\n") {
 		fields := strings.Fields(line)
@@ -319,28 +365,22 @@ func (s *server) readMemory() (memory, error) {
 		kb, _ := strconv.ParseInt(fields[1], 10, 64)
 		switch fields[0] {
 		case "VmRSS:":
-			m.RSS = kb * 1024
+			cur = kb * 1024
 		case "VmHWM:":
-			m.PeakRSS = kb * 1024
+			peak = kb * 1024
 		}
 	}
-	metrics, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
-	if err != nil {
-		return m, err
+	if cur == 0 {
+		return 0, 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
 	}
-	for line := range strings.SplitSeq(metrics, "\n") {
-		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return m, err
-			}
-			m.HeapInuse = int64(f)
-		}
-	}
-	if m.RSS == 0 || m.HeapInuse == 0 {
-		return m, fmt.Errorf("%s: no VmRSS or go_memstats_heap_inuse_bytes", s)
-	}
-	return m, nil
+	return cur, peak, nil
+}
+
+// resetPeak sets the process's VmHWM back to its current RSS (writing 5 to
+// /proc/PID/clear_refs, Linux 4.0 and later), so that VmHWM read later is
+// the peak since now.
+func resetPeak(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
 
 func httpGet(url string) (string, error) {

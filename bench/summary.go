@@ -53,15 +53,21 @@ func (s summary) rcodeMix() string {
 	return strings.Join(parts, ", ")
 }
 
-// summaryOf is the summary of a test and target at a scale (n == 0 when
-// not measured).
-func (sr *scaleResult) summaryOf(test, key string) summary {
-	return summarizeRuns(sr.Runs[test][key])
+// summaryOf is the summary of a test and target (n == 0 when not
+// measured).
+func (p *perfFigures) summaryOf(test, key string) summary {
+	if p == nil {
+		return summary{}
+	}
+	return summarizeRuns(p.Runs[test][key])
 }
 
 // goBenchOf finds an in-process result.
-func (sr *scaleResult) goBenchOf(plugin, kase string) (goBench, bool) {
-	for _, b := range sr.GoBench {
+func (p *perfFigures) goBenchOf(plugin, kase string) (goBench, bool) {
+	if p == nil {
+		return goBench{}, false
+	}
+	for _, b := range p.GoBench {
 		if b.Plugin == plugin && b.Case == kase {
 			return b, true
 		}
@@ -69,68 +75,137 @@ func (sr *scaleResult) goBenchOf(plugin, kase string) (goBench, bool) {
 	return goBench{}, false
 }
 
-// goal is one target ratio of the issue, evaluated.
-type goal struct {
-	What, Goal, Measured string
-	Met                  string // "met", "not met" or "not measured"
+// answerBytes is the median size of a target's TCP answers.
+func (p *perfFigures) answerBytes(key string) float64 {
+	if p == nil {
+		return 0
+	}
+	var xs []float64
+	for _, r := range p.Runs[testTCP][key] {
+		xs = append(xs, r.AnswerBytes)
+	}
+	return median(xs)
 }
 
-// goals evaluates the issue's targets on the largest scale measured.
+// firstAnswer is the median time of a target's starts to its first
+// complete answer, seconds (0 when not measured).
+func (sr *shapeResult) firstAnswer(key string) float64 { return median(sr.FirstAnswer[key]) }
+
+// goal is one target, evaluated on the shape it is stated for.
+type goal struct {
+	What, Shape, Goal, Measured string
+	Met                         string // "met", "not met" or "not measured"
+}
+
+// goals evaluates the targets on the shapes measured.
 func goals(res *results) []goal {
-	if len(res.Scales) == 0 {
-		return nil
+	byName := map[string]*shapeResult{}
+	var perfShape *shapeResult
+	for _, sr := range res.Shapes {
+		byName[sr.Shape.Name] = sr
+		if sr.Perf != nil {
+			perfShape = sr
+		}
 	}
-	sr := res.Scales[len(res.Scales)-1]
-	at := fmt.Sprintf(" (at %s services", thousands(sr.Services))
-	if sr.Services != 10000 {
-		at += "; the goal is stated at 10k"
+	shapeLabel := func(name string) string {
+		if sr := byName[name]; sr != nil {
+			return name + " " + sr.Shape.Title
+		}
+		return name
 	}
-	at += ")"
 	var out []goal
-	ratio := func(what, goalText string, num, den, limit float64) {
-		g := goal{What: what + at, Goal: goalText, Met: "not measured", Measured: "–"}
+	// ratio adds a goal of the form num / den ≤ limit.
+	ratio := func(what, shape, goalText string, num, den, limit float64, unit string) *goal {
+		g := goal{What: what, Shape: shape, Goal: goalText, Met: "not measured", Measured: "–"}
 		if num > 0 && den > 0 {
 			r := num / den
-			g.Measured = fmt.Sprintf("%.3f (%.2f / %.2f)", r, num, den)
+			g.Measured = fmt.Sprintf("%.2f (%s / %s %s)", r, trimFloat(num), trimFloat(den), unit)
 			g.Met = metText(r <= limit)
 		}
 		out = append(out, g)
+		return &out[len(out)-1]
 	}
+	for _, name := range []string{"S1", "S2", "S3", "S4"} {
+		var a, b float64
+		if sr := byName[name]; sr != nil {
+			a, b = float64(sr.Memory[keyOurs].HeapInuse)/mib, float64(sr.Memory[keyStock].HeapInuse)/mib
+		}
+		ratio("Go heap in use after a forced GC: kubeschema / stock", shapeLabel(name), "≤ 0.60", a, b, 0.6, "MiB")
+	}
+	for _, name := range []string{"S1", "S2"} {
+		var a, b float64
+		if sr := byName[name]; sr != nil && sr.Churn != nil {
+			a, b = float64(sr.Churn.PeakRSS[keyOurs])/mib, float64(sr.Churn.PeakRSS[keyStock])/mib
+		}
+		g := ratio("peak RSS under EndpointSlice churn: kubeschema / stock", shapeLabel(name), "≤ 0.80", a, b, 0.8, "MiB")
+		if sr := byName[name]; sr != nil && sr.Churn != nil && g.Met != "not measured" {
+			g.Measured += fmt.Sprintf(" at %.0f updates/s", sr.Churn.Rate)
+		}
+	}
+	perfName := "S3"
+	if perfShape != nil {
+		perfName = perfShape.Shape.Name
+	}
+	var p *perfFigures
+	if perfShape != nil {
+		p = perfShape.Perf
+	}
+	big := "1000-endpoint"
+	if perfShape != nil && len(perfShape.Shape.BigHeadless) > 0 {
+		big = fmt.Sprintf("%d-endpoint", perfShape.Shape.BigHeadless[len(perfShape.Shape.BigHeadless)-1])
+	}
+	ratio("answer size, "+big+" headless A over TCP: kubeschema / stock", shapeLabel(perfName), "≤ 0.50",
+		p.answerBytes(keyOurs), p.answerBytes(keyStock), 0.5, "bytes")
+	first := goal{What: "start to first complete answer: kubeschema vs stock", Shape: shapeLabel("S2"), Goal: "≤ stock's", Met: "not measured", Measured: "–"}
+	if sr := byName["S2"]; sr != nil && sr.firstAnswer(keyOurs) > 0 && sr.firstAnswer(keyStock) > 0 {
+		a, b := sr.firstAnswer(keyOurs), sr.firstAnswer(keyStock)
+		first.Measured = fmt.Sprintf("%.2f s vs %.2f s (medians of %d starts each)", a, b, len(sr.FirstAnswer[keyOurs]))
+		first.Met = metText(a <= b)
+	}
+	out = append(out, first)
 	// cpu is a CPU-per-query ratio of medians, with the range of the
 	// per-round ratios (the targets ran back to back in each round).
 	cpu := func(what, goalText, test, num, den string, limit float64) {
-		ratio(what, goalText, sr.summaryOf(test, num).CPU, sr.summaryOf(test, den).CPU, limit)
-		if lo, hi, ok := sr.roundRatios(test, num, den); ok {
-			out[len(out)-1].Measured += fmt.Sprintf("; rounds %.2f–%.2f", lo, hi)
+		g := ratio(what, shapeLabel(perfName), goalText, p.summaryOf(test, num).CPU, p.summaryOf(test, den).CPU, limit, "µs")
+		if lo, hi, ok := p.roundRatios(test, num, den); ok {
+			g.Measured += fmt.Sprintf("; rounds %.2f–%.2f", lo, hi)
 		}
 	}
-	cpu("CPU per query, cluster mix: kubeschema / whoami floor", "≤ 1.05", testMixed, "A", "C", 1.05)
-	cpu("CPU per query, cluster mix: kubeschema / stock", "≤ 0.90", testMixed, "A", "B", 0.90)
-	cpu("CPU per query, 1000-endpoint headless over TCP: kubeschema / stock", "≤ 0.33", testTCP, "A", "B", 1.0/3)
-	ma, mb := sr.Memory["A"], sr.Memory["B"]
-	ratio(fmt.Sprintf("resident memory after sync, %s endpoints: kubeschema / stock", thousands(sr.Endpoints)), "≤ 0.60", float64(ma.RSS)/mib, float64(mb.RSS)/mib, 0.6)
-	la, lb := sr.Latency["A"], sr.Latency["B"]
-	lat := goal{What: "programming latency p99: kubeschema vs stock" + at, Goal: "≤ stock's, and < 100 ms", Met: "not measured", Measured: "–"}
-	if la.Changes > 0 {
-		lat.Measured = fmt.Sprintf("%.1f ms vs %.1f ms (timeouts %d vs %d)", la.P99, lb.P99, la.Timeouts, lb.Timeouts)
-		lat.Met = metText(la.P99 <= lb.P99 && la.P99 < 100 && la.Timeouts <= lb.Timeouts)
-	}
-	out = append(out, lat)
-	alloc := goal{What: "allocations per query, cached positive answer (in-process, ClusterIP A)" + at, Goal: "≤ 2", Met: "not measured", Measured: "–"}
-	if gb, ok := sr.goBenchOf("kubeschema", "ClusterIP A"); ok {
+	cpu("CPU per query, cluster mix over UDP: kubeschema / stock", "≤ 0.80", testMixed, keyOurs, keyStock, 0.80)
+	cpu("CPU per query, cluster mix over UDP: kubeschema / floor", "≤ 1.05", testMixed, keyOurs, keyFloor, 1.05)
+	alloc := goal{What: "allocations per cached answer (in-process ServeDNS, ClusterIP A)", Shape: shapeLabel(perfName), Goal: "≤ 2", Met: "not measured", Measured: "–"}
+	if gb, ok := p.goBenchOf("kubeschema", "ClusterIP A"); ok {
 		alloc.Measured = fmt.Sprintf("%d allocs/op", gb.AllocsPerOp)
 		alloc.Met = metText(gb.AllocsPerOp <= 2)
 	}
 	out = append(out, alloc)
-	cpu("CPU per query, clusterset mix: multicluster / whoami floor", "≤ 1.05", testMC, "D", "C", 1.05)
-	cpu("CPU per query, clusterset mix: multicluster / stock multicluster", "≤ 0.90", testMC, "D", "E", 0.90)
-	return out
+	wrongs := goal{What: "wrong answers under EndpointSlice churn: kubeschema", Shape: "every shape measured", Goal: "0", Met: "not measured", Measured: "–"}
+	var parts []string
+	total, answers := 0, 0
+	for _, sr := range res.Shapes {
+		if sr.Churn == nil {
+			continue
+		}
+		c := sr.Churn.Check[keyOurs]
+		total, answers = total+c.Wrong+c.StaleAtEnd, answers+c.Answers
+		parts = append(parts, fmt.Sprintf("%s %d of %s", sr.Shape.Name, c.Wrong, thousands(c.Answers)))
+		if c.StaleAtEnd > 0 {
+			parts[len(parts)-1] += fmt.Sprintf(", %d stale at the end", c.StaleAtEnd)
+		}
+	}
+	if answers > 0 {
+		wrongs.Measured, wrongs.Met = strings.Join(parts, "; "), metText(total == 0)
+	}
+	return append(out, wrongs)
 }
 
 // roundRatios is the lowest and highest ratio of num's CPU per query to
 // den's within a round.
-func (sr *scaleResult) roundRatios(test, num, den string) (lo, hi float64, ok bool) {
-	a, b := sr.Runs[test][num], sr.Runs[test][den]
+func (p *perfFigures) roundRatios(test, num, den string) (lo, hi float64, ok bool) {
+	if p == nil {
+		return 0, 0, false
+	}
+	a, b := p.Runs[test][num], p.Runs[test][den]
 	lo, hi = math.Inf(1), 0
 	for i := range min(len(a), len(b)) {
 		if b[i].CPUPerQuery > 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -70,7 +71,9 @@ func tcpLoad(s tcpLoadSpec) perfResult {
 	end := start.Add(s.duration)
 	tokens := make(chan struct{}, s.conns)
 	if s.qps > 0 {
-		go pace(tokens, s.qps, start, end)
+		ctx, cancel := context.WithDeadline(context.Background(), end)
+		defer cancel()
+		go pace(ctx, tokens, s.qps)
 	}
 	var mu sync.Mutex
 	res := perfResult{Rcodes: map[string]int{}}
@@ -101,20 +104,25 @@ func tcpLoad(s tcpLoadSpec) perfResult {
 }
 
 // pace sends a token every 1/qps seconds on an absolute schedule (no
-// drift), dropping those no connection is ready for.
-func pace(tokens chan<- struct{}, qps int, start, end time.Time) {
-	interval := time.Second / time.Duration(qps)
-	next := start
-	for next.Before(end) {
-		if d := time.Until(next); d > 0 {
-			time.Sleep(d)
+// drift) until ctx ends, dropping those no worker is ready for.
+func pace(ctx context.Context, tokens chan<- struct{}, qps int) {
+	interval := max(time.Second/time.Duration(qps), time.Nanosecond)
+	next := time.Now()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
-		for now := time.Now(); !next.After(now) && next.Before(end); next = next.Add(interval) {
+		for now := time.Now(); !next.After(now); next = next.Add(interval) {
 			select {
 			case tokens <- struct{}{}:
 			default:
 			}
 		}
+		t.Reset(time.Until(next))
 	}
 }
 

@@ -1,0 +1,490 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The churn: many client-go writers rewrite the EndpointSlices of the
+// shape's services at a fixed rate while a checker asks the servers for the
+// rewritten headless names over UDP and compares every answer with the
+// states written for that name. Meanwhile the servers' RSS is watched; the
+// figure is its peak.
+
+// churnConfig is the churn's part of the command line.
+type churnConfig struct {
+	rate      int           // updates/s offered
+	duration  time.Duration // of the writing
+	writers   int           // concurrent writers
+	checkRate int           // queries/s to each server
+}
+
+// checkersPerServer are the checker's goroutines per server, each with its
+// own UDP socket.
+const checkersPerServer = 4
+
+// settleTimeout bounds the wait, after the writing, for every checked name
+// to show its last state.
+const settleTimeout = 30 * time.Second
+
+// churnResult is what one churn measured.
+type churnResult struct {
+	Offered  int     // updates/s asked for
+	Seconds  float64 // length of the writing
+	Writers  int
+	Services int // services whose slices were rewritten
+	Names    int // of them, the headless ones, whose answers are checked
+	Updates  int // updates the API server accepted
+	Failed   int // updates it refused or that timed out
+	Rate     float64
+	Check    map[string]checkResult // by target
+	// Memory by target: PeakRSS is the peak during the churn and the
+	// settling after it; After is read once every name showed its last
+	// state, after a forced GC.
+	PeakRSS map[string]int64
+	After   map[string]memory
+	PeakBy  string // how the peak was read
+	// CPU is each server's CPU time (utime+stime) from the start of the
+	// churn to the end of the settling, seconds: mostly the cost of
+	// taking in the updates.
+	CPU map[string]float64
+}
+
+// checkResult is the checker's count for one server.
+type checkResult struct {
+	Answers   int // answers compared with the states written
+	Wrong     int // answers that match no state written for the name
+	Truncated int // UDP answers with TC set, asked again over TCP
+	Errors    int // queries without an answer (timeout, refused)
+	// StaleAtEnd are the names that did not show their last state within
+	// settleTimeout after the writing stopped.
+	StaleAtEnd int
+	Examples   []string // the first wrong answers
+}
+
+// churned is one service whose slice the churn rewrites. Its addresses and
+// sequence are the one writer's that owns it; its states are shared with
+// the checker.
+type churned struct {
+	ns, name, slice string
+	hosts           []string // StatefulSet-style hostnames of headless services
+	addrs           []uint32 // as last written
+	seq             int      // updates written
+
+	mu       sync.Mutex
+	states   map[uint64]int // hash of an address set → its sequence; nil when not checked
+	lastOK   int            // sequence of the last update the API server accepted
+	finalSeq int            // after the writing: the state every answer must reach
+}
+
+// churn is one churn run.
+type churn struct {
+	cfg      churnConfig
+	fix      *fixture
+	services []*churned
+	checked  []*churned // the headless ones
+	next     atomic.Uint32
+	updates  atomic.Int64
+	failed   atomic.Int64
+}
+
+// newChurn lists the shape's services with their slices as loaded; each
+// starts in the state the loader wrote (sequence 0).
+func newChurn(cfg churnConfig, f *fixture) *churn {
+	c := &churn{cfg: cfg, fix: f}
+	e := f.shape.Endpoints
+	for i := range f.shape.services() {
+		s := &churned{ns: f.namespace(i), name: f.serviceName(i), addrs: make([]uint32, e)}
+		s.slice = s.name + "-0"
+		for j := range e {
+			s.addrs[j] = addrNum(endpointBase) + uint32(i*e+j)
+		}
+		if f.isHeadless(i) {
+			for j := range e {
+				s.hosts = append(s.hosts, fmt.Sprintf("%s-%d", s.name, j))
+			}
+			s.states = map[uint64]int{setHash(s.addrs): 0}
+			c.checked = append(c.checked, s)
+		}
+		c.services = append(c.services, s)
+	}
+	return c
+}
+
+func addrNum(a netip.Addr) uint32 { return binary.BigEndian.Uint32(a.AsSlice()) }
+
+func numAddr(v uint32) string {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return netip.AddrFrom4(b).String()
+}
+
+// setHash identifies a set of addresses whatever their order.
+func setHash(addrs []uint32) uint64 {
+	s := slices.Clone(addrs)
+	slices.Sort(s)
+	h := fnv.New64a()
+	var b [4]byte
+	for _, a := range s {
+		binary.BigEndian.PutUint32(b[:], a)
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+// run writes for the configured time while checking each server, then
+// waits until every checked name shows its last state on every server, and
+// reads the servers' peak RSS and their memory after the churn.
+func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error) {
+	res := &churnResult{Offered: c.cfg.rate, Writers: c.cfg.writers, Services: len(c.services), Names: len(c.checked),
+		Check: map[string]checkResult{}, PeakRSS: map[string]int64{}, After: map[string]memory{},
+		PeakBy: "VmHWM, reset through /proc/PID/clear_refs when the churn starts"}
+	hwm := true
+	watches := make([]*rssWatch, len(servers))
+	cpu0 := make([]float64, len(servers))
+	for i, s := range servers {
+		cpu0[i], _ = cpuSeconds(s.pid())
+		if err := resetPeak(s.pid()); err != nil {
+			hwm = false
+			res.PeakBy = fmt.Sprintf("the largest VmRSS sampled every 50 ms (VmHWM could not be reset: %v)", err)
+		}
+		watches[i] = watchRSS(s.pid())
+	}
+	defer func() {
+		for _, w := range watches {
+			w.end()
+		}
+	}()
+	checks := make([]*checker, len(servers))
+	checkCtx, stopChecks := context.WithCancel(ctx)
+	var checkWG sync.WaitGroup
+	for i, s := range servers {
+		checks[i] = &checker{c: c, s: s}
+		checkWG.Go(func() { checks[i].run(checkCtx, c.cfg.checkRate) })
+	}
+	start := time.Now()
+	c.write(ctx, start.Add(c.cfg.duration))
+	res.Seconds = time.Since(start).Seconds()
+	stopChecks()
+	checkWG.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res.Updates, res.Failed = int(c.updates.Load()), int(c.failed.Load())
+	res.Rate = float64(res.Updates) / res.Seconds
+	for _, s := range c.checked {
+		s.mu.Lock()
+		s.finalSeq = s.lastOK
+		s.mu.Unlock()
+	}
+	for _, ch := range checks {
+		ch.res.StaleAtEnd = c.settle(ctx, ch.s)
+		res.Check[ch.s.Key] = ch.res
+	}
+	res.CPU = map[string]float64{}
+	for i, s := range servers {
+		if cpu, err := cpuSeconds(s.pid()); err == nil {
+			res.CPU[s.Key] = cpu - cpu0[i]
+		}
+		peak := watches[i].end()
+		if _, top, err := rss(s.pid()); err == nil && hwm {
+			peak = max(peak, top)
+		}
+		res.PeakRSS[s.Key] = peak
+		m, err := s.readMemory()
+		if err != nil {
+			return res, err
+		}
+		res.After[s.Key] = m
+	}
+	return res, ctx.Err()
+}
+
+// write runs the writers until end: a pacer hands out tokens at the offered
+// rate, each writer takes one when idle and rewrites one of its own
+// services (so a service's updates are written one after the other); a
+// token no writer is idle for is dropped, so the rate achieved is what the
+// API server sustained.
+func (c *churn) write(ctx context.Context, end time.Time) {
+	// Updates in flight at the end run to completion under ctx.
+	writing, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	tokens := make(chan struct{}, c.cfg.writers)
+	go pace(writing, tokens, c.cfg.rate)
+	var wg sync.WaitGroup
+	for w := range c.cfg.writers {
+		var mine []*churned
+		for i := w; i < len(c.services); i += c.cfg.writers {
+			mine = append(mine, c.services[i])
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		r := rand.New(rand.NewPCG(uint64(w), 5))
+		wg.Go(func() {
+			for {
+				select {
+				case <-writing.Done():
+					return
+				case <-tokens:
+				}
+				c.update(ctx, mine[r.IntN(len(mine))])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// update replaces one endpoint address of s by a new one, registers the
+// new set before the API request (so no server can answer it before the
+// checker knows it), and writes the slice whole (an unconditional update:
+// only this writer writes it).
+func (c *churn) update(ctx context.Context, s *churned) {
+	s.addrs[s.seq%len(s.addrs)] = addrNum(churnBase) + c.next.Add(1)
+	s.seq++
+	seq := s.seq
+	if s.states != nil {
+		s.mu.Lock()
+		s.states[setHash(s.addrs)] = seq
+		s.mu.Unlock()
+	}
+	addrs := make([]string, len(s.addrs))
+	for j, a := range s.addrs {
+		addrs[j] = numAddr(a)
+	}
+	sl := endpointSlice(s.ns, s.slice, addrs, s.hosts)
+	sl.Labels = map[string]string{discoveryv1.LabelServiceName: s.name, discoveryv1.LabelManagedBy: managedBy}
+	_, err := c.fix.cs.DiscoveryV1().EndpointSlices(s.ns).Update(ctx, sl, metav1.UpdateOptions{})
+	if err != nil {
+		c.failed.Add(1)
+		return
+	}
+	c.updates.Add(1)
+	s.mu.Lock()
+	s.lastOK = seq
+	s.mu.Unlock()
+}
+
+// verdict is how an answer compares with the states of its name.
+type verdict int
+
+const (
+	matches verdict = iota // a state written for the name
+	wrong                  // no state written for the name
+	behind                 // a state, older than the one required
+)
+
+// judge compares a reply to the states written for s. Before the
+// settling, any state written is right; in it, only the last one accepted
+// by the API server or a later one.
+func (s *churned) judge(r *dns.Msg, settling bool) (verdict, string) {
+	if r.Rcode != dns.RcodeSuccess {
+		return wrong, dns.RcodeToString[r.Rcode]
+	}
+	var got []uint32
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok && a.A.To4() != nil {
+			got = append(got, binary.BigEndian.Uint32(a.A.To4()))
+		}
+	}
+	s.mu.Lock()
+	seq, ok := s.states[setHash(got)]
+	final := s.finalSeq
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		return wrong, fmt.Sprintf("%d addresses, a set never written", len(got))
+	case settling && seq < final:
+		return behind, ""
+	}
+	return matches, ""
+}
+
+// checker asks one server for the checked names, round robin, and counts.
+type checker struct {
+	c   *churn
+	s   *server
+	mu  sync.Mutex
+	res checkResult
+}
+
+func (ch *checker) run(ctx context.Context, rate int) {
+	if len(ch.c.checked) == 0 {
+		return
+	}
+	tokens := make(chan struct{}, checkersPerServer)
+	go pace(ctx, tokens, rate)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range checkersPerServer {
+		wg.Go(func() {
+			q := newQuerier(ch.s.addr())
+			defer q.close()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tokens:
+				}
+				s := ch.c.checked[int(next.Add(1)-1)%len(ch.c.checked)]
+				r, tc, err := q.ask(s.name + "." + s.ns + ".svc.cluster.local.")
+				if ctx.Err() != nil { // the answer may be cut short by the end
+					return
+				}
+				ch.count(s, r, tc, err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (ch *checker) count(s *churned, r *dns.Msg, tc bool, err error) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if tc {
+		ch.res.Truncated++
+	}
+	if err != nil {
+		ch.res.Errors++
+		return
+	}
+	ch.res.Answers++
+	if v, why := s.judge(r, false); v == wrong {
+		ch.res.Wrong++
+		if len(ch.res.Examples) < 5 {
+			ch.res.Examples = append(ch.res.Examples, fmt.Sprintf("%s.%s A: %s", s.name, s.ns, why))
+		}
+	}
+}
+
+// settle asks s for every checked name until it shows the last state
+// accepted by the API server (or a later one), for up to settleTimeout,
+// and returns how many never did.
+func (c *churn) settle(ctx context.Context, s *server) int {
+	pending := c.checked
+	deadline := time.Now().Add(settleTimeout)
+	q := newQuerier(s.addr())
+	defer q.close()
+	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		var still []*churned
+		for _, n := range pending {
+			r, _, err := q.ask(n.name + "." + n.ns + ".svc.cluster.local.")
+			if err != nil {
+				still = append(still, n)
+				continue
+			}
+			if v, _ := n.judge(r, true); v != matches {
+				still = append(still, n)
+			}
+		}
+		if pending = still; len(pending) > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return len(pending)
+}
+
+// querier asks A questions over one UDP socket and, when the answer is
+// truncated, again over one TCP connection; each is opened again after an
+// error (a late answer would otherwise be read as the next one's).
+type querier struct {
+	addr             string
+	udp, tcp         *dns.Client
+	udpConn, tcpConn *dns.Conn
+}
+
+func newQuerier(addr string) *querier {
+	return &querier{addr: addr, udp: &dns.Client{Net: "udp", Timeout: time.Second}, tcp: &dns.Client{Net: "tcp", Timeout: 2 * time.Second}}
+}
+
+// ask returns the whole answer, and whether the UDP one was truncated.
+func (q *querier) ask(name string) (*dns.Msg, bool, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	m.SetEdns0(4096, false)
+	r, err := exchangeOn(q.udp, &q.udpConn, q.addr, m)
+	if err != nil || !r.Truncated {
+		return r, false, err
+	}
+	r, err = exchangeOn(q.tcp, &q.tcpConn, q.addr, m)
+	return r, true, err
+}
+
+// exchangeOn sends m over *conn, dialling it first when nil, and closes it
+// after an error.
+func exchangeOn(c *dns.Client, conn **dns.Conn, addr string, m *dns.Msg) (*dns.Msg, error) {
+	if *conn == nil {
+		var err error
+		if *conn, err = c.Dial(addr); err != nil {
+			*conn = nil
+			return nil, err
+		}
+	}
+	m.Id = dns.Id()
+	r, _, err := c.ExchangeWithConn(m, *conn)
+	if err != nil {
+		(*conn).Close()
+		*conn = nil
+	}
+	return r, err
+}
+
+func (q *querier) close() {
+	for _, c := range []**dns.Conn{&q.udpConn, &q.tcpConn} {
+		if *c != nil {
+			(*c).Close()
+			*c = nil
+		}
+	}
+}
+
+// rssWatch samples a process's VmRSS until stopped and keeps the largest:
+// the peak when VmHWM cannot be reset.
+type rssWatch struct {
+	max  atomic.Int64
+	stop chan struct{}
+	done chan struct{}
+}
+
+func watchRSS(pid int) *rssWatch {
+	w := &rssWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if cur, _, err := rss(pid); err == nil && cur > w.max.Load() {
+				w.max.Store(cur)
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return w
+}
+
+// end stops the sampling (once; later calls do nothing) and returns the
+// largest RSS seen.
+func (w *rssWatch) end() int64 {
+	if w.stop != nil {
+		close(w.stop)
+		<-w.done
+		w.stop = nil
+	}
+	return w.max.Load()
+}
