@@ -161,7 +161,7 @@ func TestRotation(t *testing.T) {
 	if len(firsts) != 2 {
 		t.Errorf("first records over 4 answers: %v, want both addresses", firsts)
 	}
-	if first := k.Snapshot().Service("db.ns1").Endpoints()[0].Addr().String(); first != "10.1.0.1" {
+	if first := k.Snapshot().Service("db.ns1").EndpointAddr(0).String(); first != "10.1.0.1" {
 		t.Errorf("the stored endpoints were reordered: first is %s", first)
 	}
 }

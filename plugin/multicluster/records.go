@@ -231,7 +231,7 @@ type ptrRecord struct {
 func ptrRecords(key string, svc *dnszone.Service, zone string) map[netip.Addr]ptrRecord {
 	out := map[netip.Addr]ptrRecord{}
 	name := dnszone.ServiceName(svc, zone)
-	for i, e := range svc.Endpoints() {
+	for i := range svc.NumEndpoints() {
 		target := svc.HostName(i, name)
 		switch {
 		case svc.Kind() == dnszone.Virtual:
@@ -239,7 +239,7 @@ func ptrRecords(key string, svc *dnszone.Service, zone string) map[netip.Addr]pt
 		case target == "":
 			continue
 		}
-		out[e.Addr()] = ptrRecord{imp: key, svc: svc, ep: i, target: target}
+		out[svc.EndpointAddr(i)] = ptrRecord{imp: key, svc: svc, ep: i, target: target}
 	}
 	return out
 }

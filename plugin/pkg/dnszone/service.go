@@ -47,8 +47,10 @@ type Service struct {
 	kind Kind
 	// endpoints sorted by address (IPv4 first): A answers are the first
 	// n4, AAAA answers the rest.
-	endpoints []Endpoint
+	endpoints []endpoint
 	n4        int
+	// hosts are the endpoints' explicit host labels, each once.
+	hosts []string
 	// ports are the named ports, in the order SRV answers list them.
 	ports []Port
 	// groups give endpoint host names their suffix and SRV targets their
@@ -63,12 +65,21 @@ type Service struct {
 	turn atomic.Uint32
 }
 
-// Endpoint is one address of a service: 40 bytes, its host name derived
-// from the address unless the API named it.
+// Endpoint describes one address of a service to NewHeadless.
 type Endpoint struct {
-	addr [16]byte
-	// host is the host label; "" means the address with dashes.
+	addr  netip.Addr
 	host  string
+	group uint8
+	named bool
+}
+
+// endpoint is how a service keeps an address: 24 bytes, its host name
+// derived from the address unless the API named it.
+type endpoint struct {
+	addr [16]byte
+	// host is 1 + the index of its host label in Service.hosts; 0 means
+	// the address with dashes.
+	host  uint32
 	group uint8
 	flags uint8
 }
@@ -95,22 +106,39 @@ type Group struct {
 	Ports  []uint16
 }
 
+// defaultGroups is the one group of a service whose endpoints all come
+// from one source; shared, never changed.
+var defaultGroups = []Group{{}}
+
 // NewEndpoint is an endpoint at addr named host ("" for its dashed
 // address), in group; unnamed endpoints answer for the service name only.
 func NewEndpoint(addr netip.Addr, host string, group uint8, named bool) Endpoint {
-	e := Endpoint{addr: addr.As16(), host: host, group: group}
-	if addr.Is4() || addr.Is4In6() {
-		e.flags |= flagV4
-		e.addr = netip.AddrFrom4(addr.Unmap().As4()).As16()
+	return Endpoint{addr: addr.Unmap(), host: host, group: group, named: named}
+}
+
+// compact is e as a service keeps it, its host label interned in hosts.
+func (e Endpoint) compact(hosts map[string]uint32, list *[]string) endpoint {
+	c := endpoint{addr: e.addr.As16(), group: e.group}
+	if e.addr.Is4() {
+		c.flags |= flagV4
 	}
-	if !named {
-		e.flags |= flagUnnamed
+	if !e.named {
+		c.flags |= flagUnnamed
 	}
-	return e
+	if e.host != "" {
+		i, ok := hosts[e.host]
+		if !ok {
+			*list = append(*list, e.host)
+			i = uint32(len(*list))
+			hosts[e.host] = i
+		}
+		c.host = i
+	}
+	return c
 }
 
 // Addr is the endpoint's address.
-func (e *Endpoint) Addr() netip.Addr {
+func (e *endpoint) Addr() netip.Addr {
 	a := netip.AddrFrom16(e.addr)
 	if e.flags&flagV4 != 0 {
 		return a.Unmap()
@@ -120,20 +148,20 @@ func (e *Endpoint) Addr() netip.Addr {
 
 // ip is the address as the bytes of an A or AAAA record, sharing the
 // endpoint's memory: records are rendered per query and never modified.
-func (e *Endpoint) ip() []byte {
+func (e *endpoint) ip() []byte {
 	if e.flags&flagV4 != 0 {
 		return e.addr[12:16:16]
 	}
 	return e.addr[:]
 }
 
-func (e *Endpoint) is4() bool   { return e.flags&flagV4 != 0 }
-func (e *Endpoint) named() bool { return e.flags&flagUnnamed == 0 }
+func (e *endpoint) is4() bool   { return e.flags&flagV4 != 0 }
+func (e *endpoint) named() bool { return e.flags&flagUnnamed == 0 }
 
-// label is the endpoint's host label without its group suffix.
-func (e *Endpoint) label() string {
-	if e.host != "" {
-		return e.host
+// label is e's host label without its group suffix.
+func (s *Service) label(e *endpoint) string {
+	if e.host != 0 {
+		return s.hosts[e.host-1]
 	}
 	return dnsname.Dashed(e.Addr())
 }
@@ -144,7 +172,7 @@ func NewVirtual(key string, addrs []netip.Addr, ports []Port) *Service {
 	for i, a := range addrs {
 		eps[i] = NewEndpoint(a, "", 0, false)
 	}
-	s := &Service{key: key, kind: Virtual, ports: namedPorts(ports), groups: []Group{{}}, targets: 1}
+	s := &Service{key: key, kind: Virtual, ports: namedPorts(ports), groups: defaultGroups, targets: 1}
 	s.setEndpoints(eps)
 	return s
 }
@@ -153,7 +181,7 @@ func NewVirtual(key string, addrs []netip.Addr, ports []Port) *Service {
 // one default group. The endpoints are sorted here.
 func NewHeadless(key string, eps []Endpoint, ports []Port, groups []Group) *Service {
 	if len(groups) == 0 {
-		groups = []Group{{}}
+		groups = defaultGroups
 	}
 	s := &Service{key: key, kind: Headless, ports: namedPorts(ports), groups: groups}
 	s.setEndpoints(eps)
@@ -167,18 +195,18 @@ func NewHeadless(key string, eps []Endpoint, ports []Port, groups []Group) *Serv
 func (s *Service) countTargets() int {
 	explicit := map[string]struct{}{}
 	for i := range s.endpoints {
-		if e := &s.endpoints[i]; e.named() && e.host != "" {
-			explicit[e.host+s.groups[e.group].Suffix] = struct{}{}
+		if e := &s.endpoints[i]; e.named() && e.host != 0 {
+			explicit[s.label(e)+s.groups[e.group].Suffix] = struct{}{}
 		}
 	}
 	n := len(explicit)
 	for i := range s.endpoints {
 		e := &s.endpoints[i]
-		if !e.named() || e.host != "" {
+		if !e.named() || e.host != 0 {
 			continue
 		}
 		if len(explicit) > 0 {
-			if _, ok := explicit[e.label()+s.groups[e.group].Suffix]; ok {
+			if _, ok := explicit[s.label(e)+s.groups[e.group].Suffix]; ok {
 				continue
 			}
 		}
@@ -193,14 +221,16 @@ func NewAlias(key, target string) *Service {
 }
 
 func (s *Service) setEndpoints(eps []Endpoint) {
-	slices.SortStableFunc(eps, func(a, b Endpoint) int { return a.Addr().Compare(b.Addr()) })
-	s.endpoints = slices.Clip(eps)
-	s.n4 = 0
-	for i := range eps {
-		if eps[i].is4() {
+	slices.SortStableFunc(eps, func(a, b Endpoint) int { return a.addr.Compare(b.addr) })
+	s.endpoints = make([]endpoint, len(eps))
+	hosts := map[string]uint32{}
+	for i, e := range eps {
+		s.endpoints[i] = e.compact(hosts, &s.hosts)
+		if e.addr.Is4() {
 			s.n4++
 		}
 	}
+	s.hosts = slices.Clip(s.hosts)
 }
 
 // namedPorts keeps the ports that can have SRV records: a name, both
@@ -228,8 +258,11 @@ func (s *Service) Namespace() string { _, ns, _ := strings.Cut(s.key, "."); retu
 // Kind is how the service is answered.
 func (s *Service) Kind() Kind { return s.kind }
 
-// Endpoints are the service's addresses, sorted (read only).
-func (s *Service) Endpoints() []Endpoint { return s.endpoints }
+// NumEndpoints is the number of the service's addresses.
+func (s *Service) NumEndpoints() int { return len(s.endpoints) }
+
+// EndpointAddr is the address of endpoint i (addresses are sorted).
+func (s *Service) EndpointAddr(i int) netip.Addr { return s.endpoints[i].Addr() }
 
 // Target is an Alias's CNAME target.
 func (s *Service) Target() string { return s.target }
@@ -241,7 +274,7 @@ func (s *Service) HostName(i int, svcName string) string {
 	if !e.named() {
 		return ""
 	}
-	return e.label() + s.groups[e.group].Suffix + "." + svcName
+	return s.label(e) + s.groups[e.group].Suffix + "." + svcName
 }
 
 // target is one SRV target: a host name's prefix ("<label><suffix>") and
@@ -261,7 +294,7 @@ func (s *Service) srvTargets() []target {
 		if !e.named() {
 			continue
 		}
-		p := e.label() + s.groups[e.group].Suffix
+		p := s.label(e) + s.groups[e.group].Suffix
 		j, ok := byPrefix[p]
 		if !ok {
 			j = len(out)
@@ -294,7 +327,7 @@ func (s *Service) hostEndpoints(prefix string) []int {
 			if int(e.group) != gi || !e.named() {
 				continue
 			}
-			if e.host == label || (e.host == "" && isDashed && e.Addr() == dashed) {
+			if (e.host != 0 && s.hosts[e.host-1] == label) || (e.host == 0 && isDashed && e.Addr() == dashed) {
 				out = append(out, i)
 			}
 		}

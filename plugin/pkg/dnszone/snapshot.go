@@ -33,13 +33,15 @@ type Snapshot struct {
 	serial uint32
 }
 
-// ptrEntry says that addr is endpoint ep of svc: its PTR record points to
-// that endpoint's host name, or to the service name for a virtual address.
+// ptrEntry says that an address is endpoint ep of svc: its PTR record
+// points to that endpoint's host name, or to the service name for a
+// virtual address. 16 bytes: the address is the endpoint's.
 type ptrEntry struct {
-	addr [16]byte
-	svc  *Service
-	ep   int32
+	svc *Service
+	ep  int32
 }
+
+func (p *ptrEntry) addr() *[16]byte { return &p.svc.endpoints[p.ep].addr }
 
 func serviceShard(key string) int {
 	h := uint32(2166136261) // FNV-1a
@@ -79,9 +81,9 @@ func (s *Snapshot) Services() []*Service {
 func (s *Snapshot) ptrOf(addr netip.Addr) []ptrEntry {
 	a := addr.As16()
 	sh := s.ptr[ptrShard(a)]
-	i, _ := slices.BinarySearchFunc(sh, a, func(e ptrEntry, t [16]byte) int { return bytes.Compare(e.addr[:], t[:]) })
+	i, _ := slices.BinarySearchFunc(sh, a, func(e ptrEntry, t [16]byte) int { return bytes.Compare(e.addr()[:], t[:]) })
 	j := i
-	for j < len(sh) && sh[j].addr == a {
+	for j < len(sh) && *sh[j].addr() == a {
 		j++
 	}
 	return sh[i:j]
@@ -92,7 +94,7 @@ func (s *Snapshot) ptrOf(addr netip.Addr) []ptrEntry {
 func (s *Snapshot) PTRs(zone string, fn func(addr netip.Addr, target string)) {
 	for _, sh := range s.ptr {
 		for _, e := range sh {
-			fn(addrOf(e.addr), e.target(zone))
+			fn(addrOf(*e.addr()), e.target(zone))
 		}
 	}
 }
@@ -143,6 +145,9 @@ func (e *Edit) Done() *Snapshot {
 		if unsorted {
 			slices.SortFunc(e.s.ptr[i], comparePTR)
 		}
+		if sh := e.s.ptr[i]; cap(sh) > len(sh)+len(sh)/4+4 {
+			e.s.ptr[i] = slices.Clone(sh) // what appends left over, a third of the index
+		}
 	}
 	s := e.s
 	e.s = nil
@@ -150,7 +155,7 @@ func (e *Edit) Done() *Snapshot {
 }
 
 func comparePTR(a, b ptrEntry) int {
-	if c := bytes.Compare(a.addr[:], b.addr[:]); c != 0 {
+	if c := bytes.Compare(a.addr()[:], b.addr()[:]); c != 0 {
 		return c
 	}
 	return strings.Compare(a.svc.key, b.svc.key)
@@ -223,7 +228,7 @@ func (e *Edit) ptrShard(addr [16]byte) *[]ptrEntry {
 func (e *Edit) AddPTR(addr netip.Addr, svc *Service, ep int) {
 	a := addr.As16()
 	sh := e.ptrShard(a)
-	*sh = append(*sh, ptrEntry{addr: a, svc: svc, ep: int32(ep)})
+	*sh = append(*sh, ptrEntry{svc: svc, ep: int32(ep)})
 	e.ptrUnsorted[ptrShard(a)] = true
 }
 
@@ -231,7 +236,7 @@ func (e *Edit) AddPTR(addr netip.Addr, svc *Service, ep int) {
 // nil.
 func (e *Edit) ClearPTR(addr netip.Addr, svc *Service) {
 	a := addr.As16()
-	match := func(p ptrEntry) bool { return p.addr == a && (svc == nil || p.svc == svc) }
+	match := func(p ptrEntry) bool { return *p.addr() == a && (svc == nil || p.svc == svc) }
 	// A scan of one shard (a 256th of the addresses) before copying it:
 	// most removals of a rebuilt service find their entries, but a
 	// headless service's unnamed endpoints have none.
