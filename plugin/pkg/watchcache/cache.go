@@ -97,11 +97,13 @@ func Acquire(cfg Config, kinds Kind) (*Handle, error) {
 	return h, err
 }
 
-// acquireSubscribed is Acquire with fn (when not nil) subscribed before
-// any informer starts: fresh tells whether every resource of kinds was
-// started by this call, so that fn sees an event for every object they
-// list. A cache another consumer started is not fresh.
-func acquireSubscribed(cfg Config, kinds Kind, fn func(Event)) (h *Handle, unsubscribe func(), fresh bool, err error) {
+// acquireSubscribed is Acquire with a subscriber: subscribe (when not
+// nil) is given the handle before any informer starts and returns the
+// function to call for every change, so that it sees an event for every
+// object the informers it starts list; fresh tells whether every resource
+// of kinds was started by this call. A cache another consumer started is
+// not fresh. subscribe runs with the registry locked: it must not block.
+func acquireSubscribed(cfg Config, kinds Kind, subscribe func(*Handle) func(Event)) (h *Handle, unsubscribe func(), fresh bool, err error) {
 	registry.Lock()
 	defer registry.Unlock()
 	c, ok := registry.caches[cfg.key()]
@@ -112,12 +114,13 @@ func acquireSubscribed(cfg Config, kinds Kind, fn func(Event)) (h *Handle, unsub
 		registry.caches[cfg.key()] = c
 	}
 	c.refs++
+	h = &Handle{Cache: c, kinds: kinds}
 	unsubscribe = func() {}
-	if fn != nil {
-		unsubscribe = c.Subscribe(fn)
+	if subscribe != nil {
+		unsubscribe = c.Subscribe(subscribe(h))
 	}
 	started := c.startInformers(kinds)
-	return &Handle{Cache: c, kinds: kinds}, unsubscribe, started == kinds, nil
+	return h, unsubscribe, started == kinds, nil
 }
 
 // Release gives up the handle: informers nobody else needs stop, and the

@@ -60,22 +60,21 @@ type Started struct {
 // snapshot. An error means the cache could not be acquired at all.
 func (c Consumer) Start() (*Started, error) {
 	var b Builder
-	ready := make(chan struct{}) // b is set
 	wake := make(chan struct{}, 1)
-	h, unsubscribe, fresh, err := acquireSubscribed(c.Config, c.Kinds, func(ev Event) {
-		<-ready
-		if b.Mark(ev) {
-			select {
-			case wake <- struct{}{}:
-			default:
+	h, unsubscribe, fresh, err := acquireSubscribed(c.Config, c.Kinds, func(h *Handle) func(Event) {
+		b = c.NewBuilder(h)
+		return func(ev Event) {
+			if b.Mark(ev) {
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
 			}
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	b = c.NewBuilder(h)
-	close(ready)
 	prep, _ := b.(Preparer)
 	if !fresh {
 		prep = nil // the objects listed before we subscribed were not marked: Publish builds them all
