@@ -6,7 +6,7 @@ BIN     := bin/coredns
 # Integration tests start a real kube-apiserver; give slow machines room.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build image generate tools deps test lint run help
+.PHONY: all build image generate tools deps test lint run help fuzz
 
 all: build
 
@@ -38,6 +38,11 @@ test: tools deps ## all tests: unit, fuzz seed corpora, integration against a re
 
 # staticcheck is built once per version into the tools cache (hack/tools.sh;
 # the version is pinned in hack/tools/staticcheck/go.mod).
+# FUZZTIME: how long each fuzz target runs (go test -fuzztime).
+FUZZTIME ?= 60s
+fuzz: ## run every fuzz target for FUZZTIME each (default 60s); failing inputs go to testdata/fuzz as regression seeds
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...

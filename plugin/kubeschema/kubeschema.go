@@ -78,7 +78,7 @@ func (k *Kubeschema) kinds() watchcache.Kind {
 }
 
 // Other implements dnszone.Schema: the pod names, <dashed-ip>.<ns>.pod.<zone>.
-func (k *Kubeschema) Other(q *dnszone.Query, n dnszone.Name) dnszone.Result {
+func (k *Kubeschema) Other(q dnszone.Query, n dnszone.Name) dnszone.Result {
 	if n.Top != "pod" {
 		return dnszone.NXDomain
 	}
@@ -110,7 +110,7 @@ func (k *Kubeschema) podExists(ns string, a netip.Addr) bool {
 
 // Follow implements dnszone.Schema: an ExternalName target outside our
 // zones is resolved through the server's chain (upstream).
-func (k *Kubeschema) Follow(q *dnszone.Query, target string) (dnszone.Result, bool) {
+func (k *Kubeschema) Follow(q dnszone.Query, target string) (dnszone.Result, bool) {
 	if k.upstream == nil || q.W == nil {
 		return dnszone.Result{}, false
 	}

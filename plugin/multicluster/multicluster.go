@@ -40,10 +40,10 @@ func (m *Multicluster) Name() string { return pluginName }
 // Other implements dnszone.Schema: the MCS schema has no names beyond the
 // common grammar. (<clusterid>.<svc>.<ns>.svc, reserved by the
 // specification, matches no endpoint's host name, so it never exists.)
-func (m *Multicluster) Other(*dnszone.Query, dnszone.Name) dnszone.Result { return dnszone.NXDomain }
+func (m *Multicluster) Other(dnszone.Query, dnszone.Name) dnszone.Result { return dnszone.NXDomain }
 
 // Follow implements dnszone.Schema: imports are never aliases.
-func (m *Multicluster) Follow(*dnszone.Query, string) (dnszone.Result, bool) {
+func (m *Multicluster) Follow(dnszone.Query, string) (dnszone.Result, bool) {
 	return dnszone.Result{}, false
 }
 

@@ -2,6 +2,7 @@ package dnszone
 
 import (
 	"context"
+	"net"
 
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
@@ -9,15 +10,18 @@ import (
 	"github.com/miekg/dns"
 )
 
-// Name compression (RFC 1035 4.1.4) of replies. CoreDNS's server wraps
-// every reply writer in a request.ScrubWriter, whose Truncate turns
+// Name compression (RFC 1035 4.1.4) of replies over TCP. CoreDNS's server
+// wraps every reply writer in a request.ScrubWriter, whose Truncate turns
 // compression off whenever the uncompressed reply fits the client's
 // buffer: always over TCP (64 KiB). A 1000-endpoint answer then repeats
 // its owner name 1000 times, 43 KB where 16 KB would do. The schema
-// plugins put compressFirst at the head of their server block's chain: it
-// swaps the ScrubWriter for one that scrubs the same way and then
-// compresses any reply of several records, whichever plugin wrote it
-// (cache hits included).
+// plugins put compressFirst at the head of their server block's chain: for
+// a query over TCP it swaps the ScrubWriter for one that scrubs the same
+// way and then compresses any reply of several records, whichever plugin
+// wrote it (cache hits included). Over UDP the ScrubWriter stays: a reply
+// that fits the client's buffer goes as it is (compressing it would cost
+// CPU on every query and save nothing the client needs), and one that does
+// not is compressed by Truncate before anything is cut.
 
 // compressMinRecords is the record count from which a reply is
 // compressed: below it the saving is a few bytes and the compression map
@@ -39,7 +43,9 @@ func (c compressFirst) Name() string { return "dnszone_compress" }
 
 func (c compressFirst) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	if sw, ok := w.(*request.ScrubWriter); ok {
-		w = &compressWriter{ResponseWriter: sw.ResponseWriter, req: r}
+		if _, tcp := w.RemoteAddr().(*net.TCPAddr); tcp {
+			w = &compressWriter{ResponseWriter: sw.ResponseWriter, req: r}
+		}
 	}
 	return plugin.NextOrFailure(c.Name(), c.next, ctx, w, r)
 }

@@ -19,10 +19,30 @@ func (q *Query) hdr(name string, rrtype uint16, ttl uint32) dns.RR_Header {
 	return dns.RR_Header{Name: name, Rrtype: rrtype, Class: dns.ClassINET, Ttl: ttl}
 }
 
-// single is a one-record answer, in the reply's own storage.
-func (q *Query) single(rr dns.RR) []dns.RR {
-	q.r.one[0] = rr
-	return q.r.one[:]
+// The most common answers, each a record and its one-element slice in a
+// single allocation.
+type (
+	oneA struct {
+		rr [1]dns.RR
+		a  dns.A
+	}
+	oneAAAA struct {
+		rr   [1]dns.RR
+		aaaa dns.AAAA
+	}
+	oneSOA struct {
+		rr  [1]dns.RR
+		soa dns.SOA
+	}
+)
+
+// negative is the Authority section of a negative answer: the SOA of the
+// query's zone at its snapshot's serial. A fresh record, as every record
+// of a reply is: the cache plugin sets the TTLs of what it is given.
+func (srv *Server) negative(q *Query) []dns.RR {
+	o := &oneSOA{soa: srv.soa(q.Snap, q.Zone, srv.Zones[q.Zone])}
+	o.rr[0] = &o.soa
+	return o.rr[:]
 }
 
 // zoneNames are the names of a zone's SOA, made once.
@@ -164,8 +184,8 @@ func (q *Query) addrsFor(svc *Service, sel selection, ttl uint32) []dns.RR {
 
 // addrs renders the address records of sel owned by owner, starting one
 // further each call when turn is set (rotation), in as few allocations as
-// the count allows: the reply's own record for one address, else one
-// slice and one array of records per family.
+// the count allows: one for one address, else one slice and one array of
+// records per family.
 func (q *Query) addrs(svc *Service, sel selection, turn *atomic.Uint32, owner string, ttl uint32) []dns.RR {
 	n := sel.len()
 	if n == 0 {
@@ -175,13 +195,15 @@ func (q *Query) addrs(svc *Service, sel selection, turn *atomic.Uint32, owner st
 	if turn != nil && n > 1 {
 		start = int(turn.Add(1) % uint32(n))
 	}
-	if e := &svc.endpoints[sel.at(0)]; n == 1 && q.r.one[0] == nil {
+	if e := &svc.endpoints[sel.at(0)]; n == 1 {
 		if e.is4() {
-			q.r.a = dns.A{Hdr: q.hdr(owner, dns.TypeA, ttl), A: e.ip()}
-			return q.single(&q.r.a)
+			o := &oneA{a: dns.A{Hdr: q.hdr(owner, dns.TypeA, ttl), A: e.ip()}}
+			o.rr[0] = &o.a
+			return o.rr[:]
 		}
-		q.r.aaaa = dns.AAAA{Hdr: q.hdr(owner, dns.TypeAAAA, ttl), AAAA: e.ip()}
-		return q.single(&q.r.aaaa)
+		o := &oneAAAA{aaaa: dns.AAAA{Hdr: q.hdr(owner, dns.TypeAAAA, ttl), AAAA: e.ip()}}
+		o.rr[0] = &o.aaaa
+		return o.rr[:]
 	}
 	return appendAddrs(make([]dns.RR, 0, n), svc, sel, start, owner, ttl)
 }
@@ -213,31 +235,31 @@ func appendAddrs(out []dns.RR, svc *Service, sel selection, start int, owner str
 
 // srvAnswer answers SRV for port pi of svc, or every named port (pi < 0):
 // one record per port and target, rotated, with the targets' addresses as
-// additional records.
-func (srv *Server) srvAnswer(q *Query, svc *Service, pi int) Result {
-	svcName := ServiceName(svc, srv.Zones[q.Zone])
-	targets := svc.srvTargets()
-	if svc.kind == Virtual {
-		all := make([]int, len(svc.endpoints))
-		for i := range all {
-			all[i] = i
-		}
-		targets = []target{{eps: all}}
-	}
-	if len(targets) == 0 || len(svc.ports) == 0 {
+// additional records. svcName is the service's name in the query's zone,
+// lower case.
+func (srv *Server) srvAnswer(q *Query, svc *Service, pi int, svcName string) Result {
+	if len(svc.ports) == 0 {
 		return Result{}
 	}
-	names := targetNames(targets, svcName)
-	ports := []int{pi}
-	if pi < 0 {
-		ports = ports[:0]
-		for i := range svc.ports {
-			ports = append(ports, i)
-		}
+	var targets []target
+	var names []string
+	if svc.kind == Virtual {
+		// The one target is the service name: a piece of the question.
+		targets, names = []target{{sel: all(svc)}}, []string{svcName}
+	} else {
+		targets = svc.srvTargets()
+		names = targetNames(targets, svcName)
 	}
-	ans := make([]dns.RR, 0, len(ports)*len(targets))
-	recs := make([]dns.SRV, len(ports)*len(targets))
-	for _, p := range ports {
+	if len(targets) == 0 {
+		return Result{}
+	}
+	first, last := pi, pi+1
+	if pi < 0 {
+		first, last = 0, len(svc.ports)
+	}
+	ans := make([]dns.RR, 0, (last-first)*len(targets))
+	recs := make([]dns.SRV, (last-first)*len(targets))
+	for p := first; p < last; p++ {
 		owner := q.Owner
 		if pi < 0 {
 			owner = "_" + svc.ports[p].Name + "._" + svc.ports[p].Proto + "." + svcName
@@ -245,7 +267,7 @@ func (srv *Server) srvAnswer(q *Query, svc *Service, pi int) Result {
 		for ti, t := range targets {
 			rec := &recs[len(ans)]
 			*rec = dns.SRV{Hdr: q.hdr(owner, dns.TypeSRV, srv.TTL), Weight: svc.weight(),
-				Port: svc.portNumber(p, svc.endpoints[t.eps[0]].group), Target: names[ti]}
+				Port: svc.portNumber(p, svc.endpoints[t.sel.at(0)].group), Target: names[ti]}
 			ans = append(ans, rec)
 		}
 	}
@@ -259,20 +281,15 @@ func (srv *Server) srvAnswer(q *Query, svc *Service, pi int) Result {
 func targetNames(targets []target, svcName string) []string {
 	var b strings.Builder
 	for _, t := range targets {
-		if t.prefix != "" {
-			b.WriteString(t.prefix)
-			b.WriteByte('.')
-		}
+		b.WriteString(t.prefix)
+		b.WriteByte('.')
 		b.WriteString(svcName)
 	}
 	all := b.String()
 	names := make([]string, len(targets))
 	off := 0
 	for i, t := range targets {
-		n := len(svcName)
-		if t.prefix != "" {
-			n += len(t.prefix) + 1
-		}
+		n := len(t.prefix) + 1 + len(svcName)
 		names[i] = all[off : off+n]
 		off += n
 	}
@@ -284,11 +301,11 @@ func targetNames(targets []target, svcName string) []string {
 func targetAddrs(svc *Service, targets []target, names []string, ttl uint32) []dns.RR {
 	n := 0
 	for _, t := range targets {
-		n += len(t.eps)
+		n += t.sel.len()
 	}
 	out := make([]dns.RR, 0, n)
 	for ti, t := range targets {
-		out = appendAddrs(out, svc, selection{idx: t.eps}, 0, names[ti], ttl)
+		out = appendAddrs(out, svc, t.sel, 0, names[ti], ttl)
 	}
 	return out
 }
@@ -317,8 +334,8 @@ func (srv *Server) Records(svc *Service, zone string) []dns.RR {
 		targets := svc.srvTargets()
 		out = append(out, targetAddrs(svc, targets, targetNames(targets, name), srv.TTL)...)
 	}
-	q := &Query{Qtype: dns.TypeANY, Zone: srv.zoneOf(zone), r: &reply{}}
-	return append(out, srv.srvAnswer(q, svc, -1).Answer...)
+	q := &Query{Qtype: dns.TypeANY, Zone: srv.zoneOf(zone)}
+	return append(out, srv.srvAnswer(q, svc, -1, name).Answer...)
 }
 
 func (srv *Server) zoneOf(zone string) int {

@@ -18,11 +18,12 @@ import (
 // Schema is what a plugin adds to the common grammar.
 type Schema interface {
 	// Other answers a name the common grammar leaves to the schema
-	// (NameOther), in q's zone.
-	Other(q *Query, n Name) Result
+	// (NameOther), in q's zone. (The query is passed by value so that it
+	// stays on the stack: an interface call makes a pointer escape.)
+	Other(q Query, n Name) Result
 	// Follow answers the target of an alias that is outside the served
 	// zones, through the server's chain; ok false leaves the CNAME alone.
-	Follow(q *Query, target string) (res Result, ok bool)
+	Follow(q Query, target string) (res Result, ok bool)
 }
 
 // Server is the query path of a schema plugin: zone match, REFUSED for
@@ -83,7 +84,6 @@ type Query struct {
 	// Lower is the name in lower case.
 	Lower string
 	depth int
-	r     *reply
 }
 
 // Result is what a lookup found. The Authority section (the zone's SOA
@@ -95,19 +95,6 @@ type Result struct {
 
 // NXDomain is the negative answer for a name that does not exist.
 var NXDomain = Result{Rcode: dns.RcodeNameError}
-
-// reply is a response, its query and the storage of its most common
-// records, so that a one-record answer and a negative answer take one
-// allocation.
-type reply struct {
-	q    Query
-	msg  dns.Msg
-	one  [1]dns.RR
-	a    dns.A
-	aaaa dns.AAAA
-	ns   [1]dns.RR
-	soa  dns.SOA
-}
 
 // ServeDNS implements plugin.Handler's method for the plugin.
 func (srv *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
@@ -132,9 +119,7 @@ func (srv *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	if len(lower) != len(question.Name) { // lower-casing changed the length (not ASCII)
 		rest, _ = dnsname.TrimZone(lower, srv.Zones[zi])
 	}
-	rp := &reply{}
-	rp.q = Query{Ctx: ctx, W: w, Req: r, Snap: snap, Zone: zi, Qtype: question.Qtype, Owner: question.Name, Lower: lower, r: rp}
-	q := &rp.q
+	q := &Query{Ctx: ctx, W: w, Req: r, Snap: snap, Zone: zi, Qtype: question.Qtype, Owner: question.Name, Lower: lower}
 	res := srv.lookup(q, rest)
 	if res.Rcode == dns.RcodeNameError && srv.Fall.Through(question.Name) {
 		srv.Replies.Fallthrough.Inc()
@@ -167,15 +152,11 @@ func (srv *Server) refuse(w dns.ResponseWriter, r *dns.Msg) (int, error) {
 // write sends the reply: authoritative, the question repeated as asked,
 // the zone's SOA in the Authority section of a negative answer (RFC 2308).
 func (srv *Server) write(q *Query, res Result) (int, error) {
-	m := &q.r.msg
+	m := &dns.Msg{Question: q.Req.Question, Answer: res.Answer, Extra: res.Extra}
 	m.Id, m.Response, m.Opcode, m.Authoritative = q.Req.Id, true, q.Req.Opcode, true
-	m.RecursionDesired, m.CheckingDisabled = q.Req.RecursionDesired, q.Req.CheckingDisabled
-	m.Question, m.Rcode = q.Req.Question, res.Rcode
-	m.Answer, m.Extra = res.Answer, res.Extra
+	m.RecursionDesired, m.CheckingDisabled, m.Rcode = q.Req.RecursionDesired, q.Req.CheckingDisabled, res.Rcode
 	if len(m.Answer) == 0 || res.Rcode != dns.RcodeSuccess {
-		q.r.soa = srv.soa(q.Snap, q.Zone, srv.Zones[q.Zone])
-		q.r.ns[0] = &q.r.soa
-		m.Ns = q.r.ns[:]
+		m.Ns = srv.negative(q)
 	}
 	srv.Replies.Count(res.Rcode, len(m.Answer))
 	if err := q.W.WriteMsg(m); err != nil {
@@ -197,7 +178,7 @@ func (srv *Server) lookup(q *Query, rest string) Result {
 		if q.Qtype != dns.TypeTXT && q.Qtype != dns.TypeANY {
 			return Result{}
 		}
-		return Result{Answer: q.single(&dns.TXT{Hdr: q.hdr(q.Owner, dns.TypeTXT, srv.TTL), Txt: []string{srv.Version}})}
+		return Result{Answer: []dns.RR{&dns.TXT{Hdr: q.hdr(q.Owner, dns.TypeTXT, srv.TTL), Txt: []string{srv.Version}}}}
 	case NameDNSLabel:
 		return Result{}
 	case NameNS:
@@ -219,7 +200,7 @@ func (srv *Server) lookup(q *Query, rest string) Result {
 		}
 		return srv.serviceAnswer(q, svc, n)
 	case NameOther:
-		return srv.Schema.Other(q, n)
+		return srv.Schema.Other(*q, n)
 	}
 	return NXDomain
 }
@@ -257,10 +238,10 @@ func (srv *Server) serviceAnswer(q *Query, svc *Service, n Name) Result {
 		}
 		switch q.Qtype {
 		case dns.TypeSRV:
-			return srv.srvAnswer(q, svc, -1)
+			return srv.srvAnswer(q, svc, -1, q.Lower)
 		case dns.TypeANY:
 			addrs := q.addrs(svc, all(svc), nil, q.Owner, srv.TTL)
-			srvs := srv.srvAnswer(q, svc, -1)
+			srvs := srv.srvAnswer(q, svc, -1, q.Lower)
 			return Result{Answer: append(addrs, srvs.Answer...)}
 		}
 		return Result{Answer: q.addrsFor(svc, all(svc), srv.TTL)}
@@ -283,7 +264,7 @@ func (srv *Server) serviceAnswer(q *Query, svc *Service, n Name) Result {
 	if q.Qtype != dns.TypeSRV && q.Qtype != dns.TypeANY {
 		return Result{}
 	}
-	return srv.srvAnswer(q, svc, pi)
+	return srv.srvAnswer(q, svc, pi, q.Lower[len(n.Port)+1:])
 }
 
 // maxAliasHops bounds CNAME chains between our own aliases.
@@ -300,12 +281,12 @@ func (srv *Server) aliasAnswer(q *Query, svc *Service) Result {
 	var next Result
 	if zi, restLen := srv.ZoneIndex(svc.target); zi >= 0 {
 		hop := *q
-		hop.Owner, hop.Lower, hop.depth, hop.r = svc.target, svc.target, q.depth+1, &reply{}
+		hop.Owner, hop.Lower, hop.depth = svc.target, svc.target, q.depth+1
 		hop.Zone = zi
 		next = srv.lookup(&hop, svc.target[:restLen])
 	} else {
 		var ok bool
-		if next, ok = srv.Schema.Follow(q, svc.target); !ok {
+		if next, ok = srv.Schema.Follow(*q, svc.target); !ok {
 			return out
 		}
 	}

@@ -278,10 +278,10 @@ func (s *Service) HostName(i int, svcName string) string {
 }
 
 // target is one SRV target: a host name's prefix ("<label><suffix>") and
-// its endpoints, by index.
+// its endpoints.
 type target struct {
 	prefix string
-	eps    []int
+	sel    selection
 }
 
 // srvTargets lists the SRV targets of a headless service, in name order,
@@ -301,7 +301,7 @@ func (s *Service) srvTargets() []target {
 			byPrefix[p] = j
 			out = append(out, target{prefix: p})
 		}
-		out[j].eps = append(out[j].eps, i)
+		out[j].sel.idx = append(out[j].sel.idx, i)
 	}
 	slices.SortFunc(out, func(a, b target) int { return strings.Compare(a.prefix, b.prefix) })
 	return out
