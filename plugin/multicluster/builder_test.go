@@ -76,7 +76,7 @@ func sliceEvent(ns, svc, imp string) watchcache.Event {
 	return watchcache.Event{Kind: watchcache.EndpointSlices, Namespace: ns, Name: svc, Import: imp}
 }
 
-// TestLocalNamesWin follows the PTR record of imported addresses as this
+// TestMulticlusterLocalNamesWin follows the PTR record of imported addresses as this
 // cluster's own Services and EndpointSlices come and go.
 func TestMulticlusterLocalNamesWin(t *testing.T) {
 	x := newBuilt(t)
@@ -111,7 +111,7 @@ func TestMulticlusterLocalNamesWin(t *testing.T) {
 	x.expect(db0bPTR, dns.TypePTR, dns.RcodeNameError, "")
 }
 
-// TestImportChanges rebuilds imports on their events: new IPs, a slice
+// TestMulticlusterImportChanges rebuilds imports on their events: new IPs, a slice
 // becoming ready, a deleted import; and the programming latency of each
 // kind is observed.
 func TestMulticlusterImportChanges(t *testing.T) {
@@ -152,7 +152,7 @@ func sampleCount(kind watchcache.ServiceKind) uint64 {
 	return m.GetHistogram().GetSampleCount()
 }
 
-// TestBadInputLoggedOnce rebuilds an import with bad input several times:
+// TestMulticlusterBadInputLoggedOnce rebuilds an import with bad input several times:
 // each problem is logged once while it lasts, and again if it comes back.
 func TestMulticlusterBadInputLoggedOnce(t *testing.T) {
 	var buf bytes.Buffer

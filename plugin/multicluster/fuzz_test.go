@@ -10,7 +10,7 @@ import (
 	"github.com/miekg/dns"
 )
 
-// FuzzServeDNS sends arbitrary names and types through the whole handler:
+// FuzzMulticlusterServeDNS sends arbitrary names and types through the whole handler:
 // never a panic, never SERVFAIL, a negative answer always carries the SOA,
 // every answer record is owned by the name asked, as it was spelled, and
 // the reserved <clusterid>.<svc>.<ns>.svc names never exist.

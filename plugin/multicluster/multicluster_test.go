@@ -166,7 +166,7 @@ func TestMulticlusterServeDNS(t *testing.T) {
 	}
 }
 
-// TestNotOurs checks that names outside the zones are refused without a
+// TestMulticlusterNotOurs checks that names outside the zones are refused without a
 // next plugin, and that nothing is served before the first sync.
 func TestMulticlusterNotOurs(t *testing.T) {
 	m := newTestPlugin(t, fixture(t))
@@ -181,7 +181,7 @@ func TestMulticlusterNotOurs(t *testing.T) {
 	}
 }
 
-// TestRotation checks that multi-record answers start one further each time.
+// TestMulticlusterRotation checks that multi-record answers start one further each time.
 func TestMulticlusterRotation(t *testing.T) {
 	m := newTestPlugin(t, fixture(t))
 	firsts := map[string]bool{}
