@@ -42,12 +42,19 @@ type compressFirst struct{ next plugin.Handler }
 func (c compressFirst) Name() string { return "dnszone_compress" }
 
 func (c compressFirst) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	if c.next == nil {
+		return plugin.NextOrFailure(c.Name(), nil, ctx, w, r)
+	}
 	if sw, ok := w.(*request.ScrubWriter); ok {
 		if _, tcp := w.RemoteAddr().(*net.TCPAddr); tcp {
 			w = &compressWriter{ResponseWriter: sw.ResponseWriter, req: r}
 		}
 	}
-	return plugin.NextOrFailure(c.Name(), c.next, ctx, w, r)
+	// Called directly, not through plugin.NextOrFailure: its tracing
+	// frame would deepen the stack of every query (a UDP query runs on a
+	// fresh goroutine, whose stack is copied when it outgrows 8 KiB), and
+	// this handler is no step worth a span of its own.
+	return c.next.ServeDNS(ctx, w, r)
 }
 
 // compressWriter is a ScrubWriter that compresses replies of several

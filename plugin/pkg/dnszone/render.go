@@ -196,16 +196,27 @@ func (q *Query) addrs(svc *Service, sel selection, turn *atomic.Uint32, owner st
 		start = int(turn.Add(1) % uint32(n))
 	}
 	if e := &svc.endpoints[sel.at(0)]; n == 1 {
-		if e.is4() {
-			o := &oneA{a: dns.A{Hdr: q.hdr(owner, dns.TypeA, ttl), A: e.ip()}}
-			o.rr[0] = &o.a
-			return o.rr[:]
-		}
-		o := &oneAAAA{aaaa: dns.AAAA{Hdr: q.hdr(owner, dns.TypeAAAA, ttl), AAAA: e.ip()}}
-		o.rr[0] = &o.aaaa
-		return o.rr[:]
+		return single(e, owner, ttl)
 	}
 	return appendAddrs(make([]dns.RR, 0, n), svc, sel, start, owner, ttl)
+}
+
+// single is the one address record of e, filled in place (no copy of a
+// record on the stack: UDP queries run on small fresh stacks).
+func single(e *endpoint, owner string, ttl uint32) []dns.RR {
+	hdr := dns.RR_Header{Name: owner, Class: dns.ClassINET, Ttl: ttl}
+	if e.is4() {
+		o := new(oneA)
+		o.a.Hdr, o.a.A = hdr, e.ip()
+		o.a.Hdr.Rrtype = dns.TypeA
+		o.rr[0] = &o.a
+		return o.rr[:]
+	}
+	o := new(oneAAAA)
+	o.aaaa.Hdr, o.aaaa.AAAA = hdr, e.ip()
+	o.aaaa.Hdr.Rrtype = dns.TypeAAAA
+	o.rr[0] = &o.aaaa
+	return o.rr[:]
 }
 
 // appendAddrs appends the address records of sel, from start on and

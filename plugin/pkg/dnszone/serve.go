@@ -198,12 +198,19 @@ func (srv *Server) lookup(q *Query, rest string) Result {
 		if svc == nil {
 			return NXDomain
 		}
-		return srv.serviceAnswer(q, svc, n)
+		return srv.serviceAnswer(q, svc, &n)
 	case NameOther:
-		return srv.Schema.Other(*q, n)
+		return srv.other(q, &n)
 	}
 	return NXDomain
 }
+
+// other asks the schema, outside lookup so that lookup's frame holds no
+// copy of the query: a UDP query runs on a fresh goroutine, whose stack
+// is copied when it outgrows its first 8 KiB.
+//
+//go:noinline
+func (srv *Server) other(q *Query, n *Name) Result { return srv.Schema.Other(*q, *n) }
 
 // lookupReverse answers a name of a reverse zone: the apex, or a PTR.
 func (srv *Server) lookupReverse(q *Query, rest string) Result {
@@ -230,7 +237,7 @@ func (srv *Server) lookupReverse(q *Query, rest string) Result {
 }
 
 // serviceAnswer answers a name of an existing service.
-func (srv *Server) serviceAnswer(q *Query, svc *Service, n Name) Result {
+func (srv *Server) serviceAnswer(q *Query, svc *Service, n *Name) Result {
 	switch n.Kind {
 	case NameService:
 		if svc.kind == Alias {
