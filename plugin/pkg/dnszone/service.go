@@ -264,9 +264,6 @@ func (s *Service) NumEndpoints() int { return len(s.endpoints) }
 // EndpointAddr is the address of endpoint i (addresses are sorted).
 func (s *Service) EndpointAddr(i int) netip.Addr { return s.endpoints[i].Addr() }
 
-// Target is an Alias's CNAME target.
-func (s *Service) Target() string { return s.target }
-
 // HostName is the full host name of endpoint i under the service name
 // svcName ("<svc>.<ns>.svc.<zone>"), or "" when it has none.
 func (s *Service) HostName(i int, svcName string) string {

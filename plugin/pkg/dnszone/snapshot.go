@@ -135,9 +135,6 @@ func (s *Snapshot) Edit(serial uint32) *Edit {
 	return &Edit{s: &n}
 }
 
-// Snapshot is the snapshot being edited.
-func (e *Edit) Snapshot() *Snapshot { return e.s }
-
 // Done finishes the edit: the snapshot is ready to publish and must not
 // change any more.
 func (e *Edit) Done() *Snapshot {
