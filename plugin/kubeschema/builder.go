@@ -223,8 +223,10 @@ func buildService(in buildInput, o *options) *dnszone.Service {
 		}
 		return dnszone.NewVirtual(key, svc.ClusterIPs, ports(svc.Ports, nil))
 	}
-	if len(in.endpoints) == 0 {
-		return nil // headless without ready endpoints: NXDOMAIN (schema 1.0.1)
+	if len(in.endpoints) == 0 && !o.zonal {
+		// Headless without ready endpoints: NXDOMAIN (schema 1.0.1). With
+		// zonal it is kept, empty, for its zonal names: NODATA, as stock.
+		return nil
 	}
 	eps := make([]dnszone.Endpoint, 0, len(in.endpoints))
 	var zones zoneGroups
