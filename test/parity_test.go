@@ -119,3 +119,39 @@ func TestZonalParity(t *testing.T) {
 		{name: pinA, qtype: dns.TypeA, want: nx},
 	})
 }
+
+// limitsCorefile has kubeschema and multicluster on one connection; %s are
+// more lines of each stanza.
+const limitsCorefile = `.:0 {
+    bind 127.0.0.1
+    kubeschema cluster.local {
+        kubeconfig %[1]s
+        startup_timeout 60s
+%[2]s    }
+    multicluster clusterset.local {
+        kubeconfig %[1]s
+        startup_timeout 60s
+%[3]s    }
+}
+`
+
+// TestAPIServerLimits: apiserver_qps, apiserver_burst and
+// apiserver_max_inflight set in one stanza apply to the connection it
+// shares; even at one call at a time and one a second, every watch starts
+// (a watch holds its slot until its stream starts, not for its life) and
+// answers come. Two stanzas that set a limit differently do not start.
+func TestAPIServerLimits(t *testing.T) {
+	e := newKsEnv(t)
+	ns := e.namespace("limits")
+	svc := e.createService(ns, clusterIPService("web", servicePort("http", corev1.ProtocolTCP, 80)))
+	s := startServer(t, fmt.Sprintf(limitsCorefile, e.kubeconfig,
+		"        apiserver_qps 1\n        apiserver_burst 1\n        apiserver_max_inflight 1\n", ""))
+	name := ksSvc("web", ns)
+	expect(t, s, "udp", name, dns.TypeA, answer(addrLine(name, clusterIPsOf(svc)[0])), settleTimeout)
+	expect(t, s, "udp", clustersetZone, dns.TypeSOA, answer(soaLine(clustersetZone, clustersetZone)), settleTimeout)
+
+	err := startError(t, fmt.Sprintf(limitsCorefile, e.kubeconfig, "        apiserver_qps 5\n", "        apiserver_qps 6\n"))
+	if want := "multicluster sets apiserver_qps 6, but kubeschema, which shares its connection to the API server, set 5"; !strings.Contains(err.Error(), want) {
+		t.Errorf("conflicting limits: %v, want it to say %q", err, want)
+	}
+}
