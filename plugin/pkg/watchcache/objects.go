@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -160,6 +161,32 @@ type ServiceImport struct {
 
 // DeepCopyObject implements runtime.Object.
 func (s *ServiceImport) DeepCopyObject() runtime.Object { return s }
+
+// ServiceCIDR is a range of the cluster's service addresses
+// (networking.k8s.io/v1).
+type ServiceCIDR struct {
+	objectMeta
+	CIDRs []netip.Prefix
+}
+
+// DeepCopyObject implements runtime.Object.
+func (s *ServiceCIDR) DeepCopyObject() runtime.Object { return s }
+
+// toServiceCIDR converts a networking/v1 ServiceCIDR; unparsable ranges
+// are dropped.
+func toServiceCIDR(obj any) (any, error) {
+	sc, ok := obj.(*networkingv1.ServiceCIDR)
+	if !ok {
+		return obj, nil
+	}
+	out := &ServiceCIDR{objectMeta: newMeta(&sc.ObjectMeta)}
+	for _, c := range sc.Spec.CIDRs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			out.CIDRs = append(out.CIDRs, p.Masked())
+		}
+	}
+	return out, nil
+}
 
 // toService converts a core/v1 Service; anything else passes through, so a
 // tombstone or an already converted object is left alone.
@@ -387,7 +414,7 @@ func changeTime(om *metav1.ObjectMeta) time.Time {
 // ServiceImport) into its cached form, as the informers do. Tests of code
 // that reads the cache use it to make objects without an API server.
 func Convert(obj runtime.Object) (any, error) {
-	for _, f := range []func(any) (any, error){toService, toEndpointSlice, toPod, toNamespace, toServiceImport} {
+	for _, f := range []func(any) (any, error){toService, toEndpointSlice, toPod, toNamespace, toServiceImport, toServiceCIDR} {
 		if out, err := f(obj); err != nil || out != any(obj) {
 			return out, err
 		}
