@@ -47,6 +47,9 @@ func readmeQueries() map[string][]readmeQuery {
 		"../plugin/kubeschema/README.md": {
 			// pods insecure: any address in any namespace.
 			{"10-1-2-3.default.pod.cluster.local.", dns.TypeA, answer(rrLine("10-1-2-3.default.pod.cluster.local.", "A", "10.1.2.3"))},
+			// reverse_cidrs auto: a free service address is NXDOMAIN
+			// here, not passed on.
+			{"254.255.96.10.in-addr.arpa.", dns.TypePTR, nxdomain(soaLine(reverse4Zone, clusterZone))},
 			// namespaces default team-a: default is served.
 			{apiName, dns.TypeA, answer(rrLine(apiName, "A", apiIP))},
 		},
