@@ -60,6 +60,10 @@ type Service struct {
 	ClusterIPs   []netip.Addr
 	ExternalName string
 	Ports        []Port
+	// ExternalIPs are spec.externalIPs, then the IPs of
+	// status.loadBalancer.ingress, parsed, for k8s_external. Most
+	// services have neither: nil then, so they cost a slice header only.
+	ExternalIPs []netip.Addr
 	// PublishNotReady is publishNotReadyAddresses or the legacy annotation:
 	// unready endpoints are served.
 	PublishNotReady bool
@@ -149,7 +153,34 @@ func toService(obj any) (any, error) {
 	for _, p := range s.Spec.Ports {
 		out.Ports = append(out.Ports, Port{Name: strings.ToLower(p.Name), Protocol: strings.ToLower(string(p.Protocol)), Port: p.Port})
 	}
+	out.ExternalIPs = externalIPs(s)
 	return out, nil
+}
+
+// externalIPs parses a service's external addresses: spec.externalIPs,
+// then the load balancer's ingress IPs (an ingress given by hostname only
+// is not kept). nil when there are none, the common case.
+func externalIPs(s *corev1.Service) []netip.Addr {
+	ingress := s.Status.LoadBalancer.Ingress
+	if len(s.Spec.ExternalIPs) == 0 && len(ingress) == 0 {
+		return nil
+	}
+	out := make([]netip.Addr, 0, len(s.Spec.ExternalIPs)+len(ingress))
+	add := func(ip string) {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			out = append(out, a.Unmap())
+		}
+	}
+	for _, ip := range s.Spec.ExternalIPs {
+		add(ip)
+	}
+	for _, lb := range ingress {
+		add(lb.IP) // "" when the ingress has a hostname only
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func serviceKind(s *corev1.Service) ServiceKind {
