@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -304,4 +305,57 @@ func TestK8sExternalNeedsBackend(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "k8s_external") || !strings.Contains(msg, "kubeschema") || !strings.Contains(msg, "kubernetes") {
 		t.Errorf("error %q: want it to name k8s_external, kubeschema and kubernetes", msg)
 	}
+}
+
+// TestK8sExternalTransfer: AXFR of the zone (transfer plugin) holds the
+// apex and every name's records as queries get them, framed by the SOA,
+// and is the same with both backends but for the name server's address.
+func TestK8sExternalTransfer(t *testing.T) {
+	e := newKubeEnv(t)
+	ns := e.extObjects()
+	lb, hl, web0 := extName("lb", ns), extName("hl", ns), extName("web-0", "hl", ns)
+	lbHTTP, hlHTTP, ext := extName("_http", "_tcp", "lb", ns), extName("_http", "_tcp", "hl", ns), extName("ext", ns)
+	must := parseRRs([]string{
+		rrLine(extZone, "NS", extName("ns1", "dns")),
+		rrLine(lb, "A", "192.0.2.10"), rrLine(lb, "AAAA", "2001:db8:40::10"),
+		rrLine(lb, "SRV", "0 25 80 "+lb), rrLine(lb, "SRV", "0 25 53 "+lb),
+		rrLine(lbHTTP, "SRV", "0 50 80 "+lb), rrLine(extName("_dns", "_udp", "lb", ns), "SRV", "0 50 53 "+lb),
+		rrLine(ext, "A", "192.0.2.20"), rrLine(extName("bare", ns), "A", "192.0.2.30"),
+		rrLine(hl, "A", "10.244.40.1"), rrLine(hl, "A", "10.244.40.2"), rrLine(web0, "A", "10.244.40.1"),
+		rrLine(hlHTTP, "SRV", "0 50 8080 "+web0),
+	})
+	got := map[string][]string{}
+	for _, backend := range extBackends {
+		t.Run(backend, func(t *testing.T) {
+			s := e.extServer(t, backend, []string{"headless"}, "transfer {", "    to *", "}")
+			var problem string
+			eventually(diffReport{t, &problem}, settleTimeout, "AXFR of "+extZone, func() bool {
+				rrs, err := axfr(s, extZone)
+				problem = axfrProblem(rrs, err, extSOA, must)
+				got[backend] = withoutNSAddrs(renderRRs(rrs))
+				return problem == ""
+			})
+		})
+	}
+	for _, rr := range got["kubeschema"] {
+		if strings.HasPrefix(rr, "_") && !strings.Contains(rr, "\tSRV\t") {
+			t.Errorf("transfer has %s: an SRV name has SRV records only", rr)
+		}
+	}
+	if !slices.Equal(got["kubeschema"], got["kubernetes"]) {
+		t.Errorf("the transfers differ:\nkubeschema:\n%skubernetes:\n%s", indented(got["kubeschema"]), indented(got["kubernetes"]))
+	}
+}
+
+// withoutNSAddrs is a transfer's records, sorted, without the name
+// server's addresses (extNSAddrs: they differ by backend).
+func withoutNSAddrs(rrs []string) []string {
+	var out []string
+	for _, rr := range rrs {
+		if !strings.HasPrefix(rr, "ns1.dns."+extZone) {
+			out = append(out, rr)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -12,10 +12,13 @@ import (
 	"github.com/schemadns/schemadns/plugin/kubeschema"
 )
 
-// Both plugins k8s_external reads from have its backend's methods.
+// Both plugins k8s_external reads from have its backend's methods, and
+// can list a zone for transfers.
 var (
 	_ backend = (*kubeschema.Kubeschema)(nil)
 	_ backend = (*kubernetes.Kubernetes)(nil)
+	_ lister  = (*kubeschema.Kubeschema)(nil)
+	_ lister  = (*kubernetes.Kubernetes)(nil)
 )
 
 func TestParse(t *testing.T) {

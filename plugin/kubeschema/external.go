@@ -201,3 +201,63 @@ func (k *Kubeschema) ExternalSerial(string) uint32 {
 	}
 	return 0
 }
+
+// ExternalServices lists what External answers in zone, for zone
+// transfers, in the stock plugin's form: the external IPs of each service
+// under its key, and again under the key of each named port
+// (.../_<proto>/_<port>, TargetStrip 2); with headless, the endpoints of
+// headless services without external IPs by "<key>/endpoint", and their
+// SRV targets by "<key>/_<proto>/_<port>/port.protocol".
+func (k *Kubeschema) ExternalServices(zone string, headless bool) ([]msg.Service, map[string][]msg.Service) {
+	endpoints := map[string][]msg.Service{}
+	if k.data == nil {
+		return nil, endpoints
+	}
+	var out []msg.Service
+	for _, svc := range k.data.Services() {
+		if !k.serves(k.data, svc.Namespace()) {
+			continue
+		}
+		key := externalKey(zone, svc)
+		if headless && len(svc.ExternalIPs) == 0 && isHeadless(svc) {
+			k.listEndpoints(endpoints, svc, key)
+			continue
+		}
+		out = append(out, k.externalAddrs(svc, &externalName{}, key)...)
+		for _, p := range svc.Ports {
+			if p.Name == "" {
+				continue // no SRV name
+			}
+			n := externalName{port: p.Name, proto: p.Protocol}
+			for _, s := range k.externalAddrs(svc, &n, portKey(key, p)) {
+				s.TargetStrip = 2
+				out = append(out, s)
+			}
+		}
+	}
+	return out, endpoints
+}
+
+// listEndpoints adds a headless service's endpoints to m, in
+// ExternalServices's form.
+func (k *Kubeschema) listEndpoints(m map[string][]msg.Service, svc *watchcache.Service, key string) {
+	if eps := k.externalEndpoints(svc, &externalName{}, key); len(eps) > 0 {
+		m[key+"/endpoint"] = eps
+	}
+	for _, p := range svc.Ports {
+		if p.Name == "" {
+			continue
+		}
+		n := externalName{port: p.Name, proto: p.Protocol}
+		srvs := k.externalEndpoints(svc, &n, key)
+		for i := range srvs {
+			srvs[i].Host, srvs[i].Key = msg.Domain(srvs[i].Key), portKey(key, p)
+		}
+		if len(srvs) > 0 {
+			m[portKey(key, p)+"/port.protocol"] = srvs
+		}
+	}
+}
+
+// portKey is the key of a port's SRV name: _<port>._<proto>.<svc>...
+func portKey(key string, p watchcache.Port) string { return key + "/_" + p.Protocol + "/_" + p.Name }
