@@ -26,29 +26,39 @@ import (
 const extZone = "example.org."
 
 // extCorefile: k8s_external (options), the backend (kubeschema or
-// kubernetes) for cluster.local with the test kubeconfig, then more plugins.
+// kubernetes) for cluster.local with the test kubeconfig (and options),
+// then more plugins.
 const extCorefile = `.:0 {
     bind 127.0.0.1
     k8s_external example.org {
 %s    }
     %s cluster.local {
         kubeconfig %s
-    }
+%s    }
 %s}
 `
 
-// extServer starts a server with backend ("kubeschema" or "kubernetes"),
-// stopped when t ends.
-func (e *kubeEnv) extServer(t *testing.T, backend string, options []string, plugins ...string) *server {
+// extConfig is what varies between the tests' Corefiles.
+type extConfig struct {
+	// backend is "kubeschema" or "kubernetes".
+	backend string
+	// options are lines of the k8s_external stanza, backendOptions of the
+	// backend's, plugins of the server block.
+	options, backendOptions, plugins []string
+}
+
+// extServer starts a server from extCorefile, stopped when t ends.
+func (e *kubeEnv) extServer(t *testing.T, c extConfig) *server {
 	t.Helper()
-	var opts, more strings.Builder
-	for _, o := range options {
-		opts.WriteString("        " + o + "\n")
+	lines := func(ls []string, indent string) string {
+		var b strings.Builder
+		for _, l := range ls {
+			b.WriteString(indent + l + "\n")
+		}
+		return b.String()
 	}
-	for _, p := range plugins {
-		more.WriteString("    " + p + "\n")
-	}
-	return startServer(t, fmt.Sprintf(extCorefile, opts.String(), backend, e.kubeconfig, more.String()))
+	return startServer(t, fmt.Sprintf(extCorefile, lines(c.options, "        "), c.backend, e.kubeconfig,
+		lines(c.backendOptions, "        "), lines(c.plugins, "    ")))
 }
 
 // extName is a name of the external zone.
@@ -146,7 +156,7 @@ func TestK8sExternal(t *testing.T) {
 	ns := e.extObjects()
 	for _, backend := range extBackends {
 		t.Run(backend, func(t *testing.T) {
-			s := e.extServer(t, backend, nil)
+			s := e.extServer(t, extConfig{backend: backend})
 			cases := extBasicCases(ns, backend)
 			checkAll(t, s, "udp", cases)
 			checkAll(t, s, "tcp", cases)
@@ -235,7 +245,8 @@ func TestK8sExternalHeadlessFallthrough(t *testing.T) {
 	}
 	for _, backend := range extBackends {
 		t.Run(backend, func(t *testing.T) {
-			s := e.extServer(t, backend, []string{"headless", "fallthrough"}, "file "+zonefile+" example.org")
+			s := e.extServer(t, extConfig{backend: backend, options: []string{"headless", "fallthrough"},
+				plugins: []string{"file " + zonefile + " example.org"}})
 			checkAll(t, s, "udp", cases)
 		})
 	}
@@ -263,8 +274,29 @@ func TestK8sExternalTTLApex(t *testing.T) {
 	}
 	for _, backend := range extBackends {
 		t.Run(backend, func(t *testing.T) {
-			s := e.extServer(t, backend, []string{"ttl 30", "apex ext"})
+			s := e.extServer(t, extConfig{backend: backend, options: []string{"ttl 30", "apex ext"}})
 			checkAll(t, s, "udp", cases(backend))
+		})
+	}
+}
+
+// TestK8sExternalNamespaces: the backend's namespace filter (`namespaces`)
+// hides the services and the namespace of the others, as for its own zone.
+func TestK8sExternalNamespaces(t *testing.T) {
+	e := newKubeEnv(t)
+	ns := e.extObjects()
+	lb := extName("lb", ns)
+	for _, backend := range extBackends {
+		t.Run(backend, func(t *testing.T) {
+			hidden := e.extServer(t, extConfig{backend: backend, options: []string{"headless"}, backendOptions: []string{"namespaces default"}})
+			shown := e.extServer(t, extConfig{backend: backend, backendOptions: []string{"namespaces default " + ns}})
+			checkAll(t, shown, "udp", []dnsCase{{lb, dns.TypeA, answer(rrLine(lb, "A", "192.0.2.10"))}})
+			checkAll(t, hidden, "udp", []dnsCase{
+				{extName("default"), dns.TypeA, nodata(extSOA)}, // synced: the negatives below mean something
+				{lb, dns.TypeA, nxdomain(extSOA)},
+				{extName("hl", ns), dns.TypeA, nxdomain(extSOA)},
+				{extName(ns), dns.TypeA, nxdomain(extSOA)},
+			})
 		})
 	}
 }
@@ -275,7 +307,7 @@ func TestK8sExternalChanges(t *testing.T) {
 	e := newKubeEnv(t)
 	ns := e.namespace("ext-change")
 	e.createService(ns, loadBalancerService("lb", servicePort("http", corev1.ProtocolTCP, 80)))
-	s := e.extServer(t, "kubeschema", nil)
+	s := e.extServer(t, extConfig{backend: "kubeschema"})
 	lb := extName("lb", ns)
 	expect(t, s, "udp", lb, dns.TypeA, nxdomain(extSOA), settleTimeout)
 	before := soaSerial(t, s, extZone)
@@ -327,7 +359,8 @@ func TestK8sExternalTransfer(t *testing.T) {
 	got := map[string][]string{}
 	for _, backend := range extBackends {
 		t.Run(backend, func(t *testing.T) {
-			s := e.extServer(t, backend, []string{"headless"}, "transfer {", "    to *", "}")
+			s := e.extServer(t, extConfig{backend: backend, options: []string{"headless"},
+				plugins: []string{"transfer {", "    to *", "}"}})
 			var problem string
 			eventually(diffReport{t, &problem}, settleTimeout, "AXFR of "+extZone, func() bool {
 				rrs, err := axfr(s, extZone)
