@@ -13,15 +13,12 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/coredns/coredns/plugin/pkg/fall"
-	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 )
 
 const pluginName = "k8s_external"
-
-var log = clog.NewWithPlugin(pluginName)
 
 // backend is what k8s_external reads of the cluster: a subset of the
 // method set of CoreDNS's k8s_external Externaler, which the stock
