@@ -2,6 +2,7 @@ package kubeschema
 
 import (
 	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
@@ -153,13 +154,13 @@ func (k *Kubeschema) externalEndpoints(svc *watchcache.Service, n *externalName,
 	if k.opts.noEndpoints {
 		return nil
 	}
-	slices := k.data.SlicesForService(svc.Namespace(), svc.Name())
-	portsOf := make(map[string][]watchcache.Port, len(slices))
-	for _, s := range slices {
+	ss := k.data.SlicesForService(svc.Namespace(), svc.Name())
+	portsOf := make(map[string][]watchcache.Port, len(ss))
+	for _, s := range ss {
 		portsOf[s.Name()] = portsOrNone(s.Ports)
 	}
 	var out []msg.Service
-	for _, ep := range watchcache.ServedEndpoints(slices, svc.PublishNotReady, nil) {
+	for _, ep := range watchcache.ServedEndpoints(ss, svc.PublishNotReady, nil) {
 		host := cmp.Or(explicitHostname(ep, k.opts.endpointPodNames), dnsname.Dashed(ep.Addr))
 		if n.endpoint != "" && n.endpoint != host {
 			continue
@@ -239,15 +240,13 @@ func (k *Kubeschema) ExternalServices(zone string, headless bool) ([]msg.Service
 }
 
 // listEndpoints adds a headless service's endpoints to m, in
-// ExternalServices's form.
+// ExternalServices's form. The SRV names are those of the slices' named
+// ports, which External matches.
 func (k *Kubeschema) listEndpoints(m map[string][]msg.Service, svc *watchcache.Service, key string) {
 	if eps := k.externalEndpoints(svc, &externalName{}, key); len(eps) > 0 {
 		m[key+"/endpoint"] = eps
 	}
-	for _, p := range svc.Ports {
-		if p.Name == "" {
-			continue
-		}
+	for _, p := range slicePorts(k.data.SlicesForService(svc.Namespace(), svc.Name())) {
 		n := externalName{port: p.Name, proto: p.Protocol}
 		srvs := k.externalEndpoints(svc, &n, key)
 		for i := range srvs {
@@ -257,6 +256,20 @@ func (k *Kubeschema) listEndpoints(m map[string][]msg.Service, svc *watchcache.S
 			m[portKey(key, p)+"/port.protocol"] = srvs
 		}
 	}
+}
+
+// slicePorts are the named ports of slices, each once.
+func slicePorts(ss []*watchcache.EndpointSlice) []watchcache.Port {
+	var out []watchcache.Port
+	for _, s := range ss {
+		for _, p := range s.Ports {
+			same := func(q watchcache.Port) bool { return q.Name == p.Name && q.Protocol == p.Protocol }
+			if p.Name != "" && !slices.ContainsFunc(out, same) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // portKey is the key of a port's SRV name: _<port>._<proto>.<svc>...
