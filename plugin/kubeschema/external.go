@@ -94,7 +94,7 @@ func (k *Kubeschema) External(state request.Request, headless bool) ([]msg.Servi
 	key := externalKey(state.Zone, svc)
 	var out []msg.Service
 	switch {
-	case headless && len(svc.ExternalIPs) == 0 && (isHeadless(svc) || n.endpoint != ""):
+	case headless && len(svc.ExternalIPs()) == 0 && (isHeadless(svc) || n.endpoint != ""):
 		out = k.externalEndpoints(svc, &n, key)
 	case n.endpoint == "":
 		out = k.externalAddrs(svc, &n, key)
@@ -136,7 +136,7 @@ func externalKey(zone string, svc *watchcache.Service) string {
 func (k *Kubeschema) externalAddrs(svc *watchcache.Service, n *externalName, key string) []msg.Service {
 	ports := portsOrNone(svc.Ports)
 	var out []msg.Service
-	for _, ip := range svc.ExternalIPs {
+	for _, ip := range svc.ExternalIPs() {
 		for _, p := range ports {
 			if n.matches(p) {
 				out = append(out, msg.Service{Host: ip.String(), Port: int(p.Port), TTL: k.TTL, Key: key})
@@ -220,7 +220,7 @@ func (k *Kubeschema) ExternalServices(zone string, headless bool) ([]msg.Service
 			continue
 		}
 		key := externalKey(zone, svc)
-		if headless && len(svc.ExternalIPs) == 0 && isHeadless(svc) {
+		if headless && len(svc.ExternalIPs()) == 0 && isHeadless(svc) {
 			k.listEndpoints(endpoints, svc, key)
 			continue
 		}

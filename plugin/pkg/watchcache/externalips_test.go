@@ -34,7 +34,7 @@ func TestServiceExternalIPs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		got := out.(*Service).ExternalIPs
+		got := out.(*Service).ExternalIPs()
 		if !slices.Equal(got, tc.want) || (tc.want == nil && got != nil) {
 			t.Errorf("%s: ExternalIPs %v, want %v", tc.name, got, tc.want)
 		}

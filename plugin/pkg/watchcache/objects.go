@@ -60,10 +60,11 @@ type Service struct {
 	ClusterIPs   []netip.Addr
 	ExternalName string
 	Ports        []Port
-	// ExternalIPs are spec.externalIPs, then the IPs of
-	// status.loadBalancer.ingress, parsed, for k8s_external. Most
-	// services have neither: nil then, so they cost a slice header only.
-	ExternalIPs []netip.Addr
+	// external are the external IPs (see ExternalIPs). Most services
+	// have none: a nil pointer then. A pointer takes 8 bytes where a
+	// slice takes 24: the struct goes from the 160-byte allocation class
+	// to the 176-byte one, not to 192.
+	external *[]netip.Addr
 	// PublishNotReady is publishNotReadyAddresses or the legacy annotation:
 	// unready endpoints are served.
 	PublishNotReady bool
@@ -75,6 +76,15 @@ type Service struct {
 // DeepCopyObject implements runtime.Object. Cached objects are never
 // modified after the transform, so sharing is safe.
 func (s *Service) DeepCopyObject() runtime.Object { return s }
+
+// ExternalIPs are spec.externalIPs, then the IPs of
+// status.loadBalancer.ingress, parsed, for k8s_external (read only).
+func (s *Service) ExternalIPs() []netip.Addr {
+	if s.external == nil {
+		return nil
+	}
+	return *s.external
+}
 
 // Endpoint is one endpoint of an EndpointSlice.
 type Endpoint struct {
@@ -153,7 +163,9 @@ func toService(obj any) (any, error) {
 	for _, p := range s.Spec.Ports {
 		out.Ports = append(out.Ports, Port{Name: strings.ToLower(p.Name), Protocol: strings.ToLower(string(p.Protocol)), Port: p.Port})
 	}
-	out.ExternalIPs = externalIPs(s)
+	if ips := externalIPs(s); ips != nil {
+		out.external = &ips
+	}
 	return out, nil
 }
 
