@@ -75,7 +75,7 @@ func (e *External) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	}
 	svcs, rcode := e.backend.External(state, e.headless)
 	if len(svcs) == 0 && rcode == dns.RcodeNameError && e.Fall.Through(state.Name()) {
-		metrics.Fallthrough.Inc()
+		replies.Fallthrough.Inc()
 		return plugin.NextOrFailure(pluginName, e.Next, ctx, w, r)
 	}
 	if len(svcs) == 0 {
@@ -101,7 +101,7 @@ func (e *External) write(q *query, res reply) (int, error) {
 	if len(m.Answer) == 0 {
 		m.Ns = []dns.RR{e.soa(q.state.Zone)}
 	}
-	metrics.Count(m.Rcode, len(m.Answer))
+	replies.Count(m.Rcode, len(m.Answer))
 	if err := q.state.W.WriteMsg(m); err != nil {
 		return dns.RcodeServerFailure, err
 	}

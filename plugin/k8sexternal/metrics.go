@@ -7,12 +7,12 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 )
 
-// metrics counts the replies by result, in
+// replies counts the replies by result, in
 // coredns_k8s_external_requests_total{result}: the results of kubeschema's
 // and multicluster's counters, of which k8s_external has success, nodata,
 // nxdomain, error (SERVFAIL before the backend has synced, among others)
 // and fallthrough.
-var metrics = dnszone.NewCounters(promauto.NewCounterVec(prometheus.CounterOpts{
+var replies = dnszone.NewCounters(promauto.NewCounterVec(prometheus.CounterOpts{
 	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "requests_total",
 	Help: "Queries answered, by result: success, nodata, nxdomain, fallthrough, error.",
 }, []string{"result"}))
