@@ -64,6 +64,9 @@ type query struct {
 
 // ServeDNS implements plugin.Handler.
 func (e *External) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	if len(r.Question) != 1 {
+		return plugin.NextOrFailure(pluginName, e.Next, ctx, w, r)
+	}
 	state := request.Request{W: w, Req: r}
 	state.Zone = plugin.Zones(e.Zones).Matches(state.Name())
 	if state.Zone == "" {
