@@ -64,6 +64,12 @@ func readmeQueries() map[string][]readmeQuery {
 			// cluster_suffix cluster.example.
 			autopath("cluster.example."),
 		},
+		"../plugin/k8sexternal/README.md": {
+			// The zone's SOA, with the default apex and TTL.
+			{"example.org.", dns.TypeSOA, answer(rrLine("example.org.", "SOA", "ns1.dns.example.org. hostmaster.dns.example.org. 0 7200 1800 86400 5"))},
+			// ttl 30: the name server where the server listens.
+			{"ns1.dns.example.org.", dns.TypeA, answer("ns1.dns.example.org. 30 IN A 127.0.0.1")},
+		},
 		// The node-local cache, in front of the test's cluster DNS.
 		"../plugin/gensearchpath/README.md": {autopath(clusterZone), autopath(clusterZone)},
 	}

@@ -63,6 +63,11 @@ type Service struct {
 	ClusterIPs   []netip.Addr
 	ExternalName string
 	Ports        []Port
+	// external are the external IPs (see ExternalIPs). Most services
+	// have none: a nil pointer then. A pointer takes 8 bytes where a
+	// slice takes 24: the struct goes from the 160-byte allocation class
+	// to the 176-byte one, not to 192.
+	external *[]netip.Addr
 	// PublishNotReady is publishNotReadyAddresses or the legacy annotation:
 	// unready endpoints are served.
 	PublishNotReady bool
@@ -74,6 +79,15 @@ type Service struct {
 // DeepCopyObject implements runtime.Object. Cached objects are never
 // modified after the transform, so sharing is safe.
 func (s *Service) DeepCopyObject() runtime.Object { return s }
+
+// ExternalIPs are spec.externalIPs, then the IPs of
+// status.loadBalancer.ingress, parsed, for k8s_external (read only).
+func (s *Service) ExternalIPs() []netip.Addr {
+	if s.external == nil {
+		return nil
+	}
+	return *s.external
+}
 
 // Endpoint is one endpoint of an EndpointSlice.
 type Endpoint struct {
@@ -208,7 +222,36 @@ func toService(obj any) (any, error) {
 	for _, p := range s.Spec.Ports {
 		out.Ports = append(out.Ports, Port{Name: strings.ToLower(p.Name), Protocol: strings.ToLower(string(p.Protocol)), Port: p.Port})
 	}
+	if ips := externalIPs(s); ips != nil {
+		out.external = &ips
+	}
 	return out, nil
+}
+
+// externalIPs parses a service's external addresses: spec.externalIPs,
+// then the load balancer's ingress IPs (an ingress given by hostname only
+// is not kept). nil when there are none, the common case.
+func externalIPs(s *corev1.Service) []netip.Addr {
+	ingress := s.Status.LoadBalancer.Ingress
+	if len(s.Spec.ExternalIPs) == 0 && len(ingress) == 0 {
+		return nil
+	}
+	out := make([]netip.Addr, 0, len(s.Spec.ExternalIPs)+len(ingress))
+	add := func(ip string) {
+		if a, err := netip.ParseAddr(ip); err == nil {
+			out = append(out, a.Unmap())
+		}
+	}
+	for _, ip := range s.Spec.ExternalIPs {
+		add(ip)
+	}
+	for _, lb := range ingress {
+		add(lb.IP) // "" when the ingress has a hostname only
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func serviceKind(s *corev1.Service) ServiceKind {
