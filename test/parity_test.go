@@ -242,6 +242,8 @@ func TestReverseCIDRsParity(t *testing.T) {
 	if _, err := e.kube.NetworkingV1().ServiceCIDRs().Create(e.ctx, extra, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.kube.NetworkingV1().ServiceCIDRs().Delete(context.Background(), extra.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = e.kube.NetworkingV1().ServiceCIDRs().Delete(context.Background(), extra.Name, metav1.DeleteOptions{})
+	})
 	expect(t, ours, "udp", ptrName(t, "10.97.0.9"), dns.TypePTR, ksNXDOMAIN(reverse4Zone), changeTimeout)
 }
