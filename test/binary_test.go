@@ -1,7 +1,7 @@
 package test
 
 import (
-	"bytes"
+	"fmt"
 	"context"
 	"os"
 	"os/exec"
@@ -141,33 +141,23 @@ func TestBinaryRejectsBadCorefiles(t *testing.T) {
 // startup timeout (SERVFAIL for cluster names, not ready).
 func TestBinaryServesAfterStartupTimeoutWhenAPIUnreachable(t *testing.T) {
 	bin := coreDNSBinary(t)
-	dir := t.TempDir()
-	cf := filepath.Join(dir, "Corefile")
-	corefile := ".:25353 {\n    bind 127.0.0.1\n    ready 127.0.0.1:28181\n    kubeschema cluster.local {\n        endpoint https://127.0.0.1:1\n        startup_timeout 1s\n    }\n}\n"
-	if err := os.WriteFile(cf, []byte(corefile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	cmd := exec.Command(bin, "-conf", cf)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	s := &server{UDP: "127.0.0.1:25353", TCP: "127.0.0.1:25353"}
+	port := freeLoopbackPort(t)
+	corefile := fmt.Sprintf(".:%d {\n    bind 127.0.0.1\n    kubeschema cluster.local {\n        endpoint https://127.0.0.1:1\n        startup_timeout 1s\n    }\n}\n", port)
+	p := &coreDNSProcess{dnsAddr: fmt.Sprintf("127.0.0.1:%d", port)}
+	runCorefile(t, bin, corefile, p)
 	var r *dns.Msg
 	eventually(t, 20*time.Second, "server answers", func() bool {
 		m := new(dns.Msg)
 		m.SetQuestion("kubernetes.default.svc.cluster.local.", dns.TypeA)
 		var err error
-		r, _, err = (&dns.Client{Timeout: 500 * time.Millisecond}).Exchange(m, s.UDP)
+		r, _, err = (&dns.Client{Timeout: 500 * time.Millisecond}).Exchange(m, p.dnsAddr)
 		return err == nil
 	})
 	if r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("rcode %s before the cache synced, want SERVFAIL", dns.RcodeToString[r.Rcode])
 	}
-	if !strings.Contains(out.String(), "starting to serve before the API server answered (startup_timeout 1s)") ||
-		!strings.Contains(out.String(), "127.0.0.1:1") {
-		t.Errorf("log does not report the unreachable API server clearly:\n%s", out.String())
+	if log := p.log(); !strings.Contains(log, "starting to serve before the API server answered (startup_timeout 1s)") ||
+		!strings.Contains(log, "127.0.0.1:1") {
+		t.Errorf("log does not report the unreachable API server clearly:\n%s", log)
 	}
 }
