@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 )
 
 // informer watches one resource.
@@ -54,8 +53,7 @@ func (c *Cache) source(k Kind) source {
 		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, all),
 			&corev1.Pod{}, toPod}
 	default:
-		return source{cache.NewFilteredListWatchFromClient(c.mcs.MulticlusterV1alpha1().RESTClient(), "serviceimports", metav1.NamespaceAll, all),
-			&mcsv1alpha1.ServiceImport{}, toServiceImport}
+		return c.importSource()
 	}
 }
 
