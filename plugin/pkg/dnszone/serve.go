@@ -45,6 +45,9 @@ type Server struct {
 	Version string
 	Schema  Schema
 	Replies *Counters
+	// Zonal serves the zone-scoped names of headless services
+	// (<zone>.pin._zone.<svc>.<ns>.svc.<zone>, and prefer).
+	Zonal bool
 
 	snap atomic.Pointer[Snapshot]
 	// zoneNames are the SOA's names by zone, made on first use (Zones are
@@ -193,7 +196,7 @@ func (srv *Server) lookup(q *Query, rest string) Result {
 			return NXDomain
 		}
 		return Result{}
-	case NameService, NameHost, NameProto, NamePort:
+	case NameService, NameHost, NameProto, NamePort, NameZonal:
 		svc := q.Snap.Service(n.Key)
 		if svc == nil {
 			return NXDomain
@@ -243,15 +246,16 @@ func (srv *Server) serviceAnswer(q *Query, svc *Service, n *Name) Result {
 		if svc.kind == Alias {
 			return srv.aliasAnswer(q, svc)
 		}
+		sel := svc.nameSelection()
 		switch q.Qtype {
 		case dns.TypeSRV:
-			return srv.srvAnswer(q, svc, -1, q.Lower)
+			return srv.srvAnswer(q, svc, -1, q.Lower, sel, "")
 		case dns.TypeANY:
-			addrs := q.addrs(svc, all(svc), nil, q.Owner, srv.TTL)
-			srvs := srv.srvAnswer(q, svc, -1, q.Lower)
+			addrs := q.addrs(svc, sel, nil, q.Owner, srv.TTL)
+			srvs := srv.srvAnswer(q, svc, -1, q.Lower, sel, "")
 			return Result{Answer: append(addrs, srvs.Answer...)}
 		}
-		return Result{Answer: q.addrsFor(svc, all(svc), srv.TTL)}
+		return Result{Answer: q.addrsFor(svc, sel, srv.TTL)}
 	case NameHost:
 		eps := svc.hostEndpoints(n.Host)
 		if len(eps) == 0 {
@@ -263,6 +267,8 @@ func (srv *Server) serviceAnswer(q *Query, svc *Service, n *Name) Result {
 			return NXDomain
 		}
 		return Result{}
+	case NameZonal:
+		return srv.zonalAnswer(q, svc, n)
 	}
 	pi := svc.port(n.Port)
 	if pi < 0 {
@@ -271,7 +277,29 @@ func (srv *Server) serviceAnswer(q *Query, svc *Service, n *Name) Result {
 	if q.Qtype != dns.TypeSRV && q.Qtype != dns.TypeANY {
 		return Result{}
 	}
-	return srv.srvAnswer(q, svc, pi, q.Lower[len(n.Port)+1:])
+	return srv.srvAnswer(q, svc, pi, q.Lower[len(n.Port)+1:], svc.nameSelection(), q.Owner)
+}
+
+// zonalAnswer answers <zone>.pin._zone.<svc>... and <zone>.prefer._zone...
+// (the zonal option, as stock CoreDNS 1.15 defines them): a headless
+// service's endpoints in that topology zone, A, AAAA and SRV only. A pin
+// with none there is NODATA; a prefer widens to every endpoint. Other
+// services have no such names.
+func (srv *Server) zonalAnswer(q *Query, svc *Service, n *Name) Result {
+	if !srv.Zonal || svc.kind != Headless {
+		return NXDomain
+	}
+	sel := svc.inZone(n.TopologyZone)
+	if sel.len() == 0 && n.Prefer {
+		sel = all(svc)
+	}
+	switch q.Qtype {
+	case dns.TypeA, dns.TypeAAAA:
+		return Result{Answer: q.addrsFor(svc, sel, srv.TTL)}
+	case dns.TypeSRV:
+		return srv.srvAnswer(q, svc, -1, ServiceName(svc, srv.Zones[q.Zone]), sel, q.Owner)
+	}
+	return Result{}
 }
 
 // maxAliasHops bounds CNAME chains between our own aliases.

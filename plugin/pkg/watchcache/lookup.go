@@ -127,6 +127,8 @@ type EndpointAddr struct {
 	Cluster string
 	// Slice is the name of the slice the address came from.
 	Slice string
+	// Zone is the endpoint's topology zone ("" when the slice gives none).
+	Zone string
 }
 
 // ServedEndpoints merges the slices of one service into the addresses DNS
@@ -148,7 +150,7 @@ func ServedEndpoints(slices_ []*EndpointSlice, publishNotReady bool, dup func(ke
 				continue
 			}
 			for _, a := range e.Addresses {
-				ea := EndpointAddr{Addr: a, Hostname: e.Hostname, PodName: e.PodName, Cluster: s.SourceCluster, Slice: s.name}
+				ea := EndpointAddr{Addr: a, Hostname: e.Hostname, PodName: e.PodName, Cluster: s.SourceCluster, Slice: s.name, Zone: s.Zone(&e)}
 				if i, ok := seen[a]; ok {
 					if dup != nil {
 						dup(out[i], ea)

@@ -2,7 +2,9 @@ package watchcache
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -82,6 +84,10 @@ type Endpoint struct {
 	PodName     string
 	Ready       bool
 	Terminating bool
+	// zone is 1 + the index of the endpoint's topology zone in its slice's
+	// zones, 0 for none: two bytes in what was padding, where a string
+	// would grow every endpoint by 16.
+	zone uint16
 }
 
 // EndpointSlice is what DNS needs of a discovery/v1 EndpointSlice.
@@ -95,10 +101,36 @@ type EndpointSlice struct {
 	Endpoints           []Endpoint
 	Ports               []Port
 	Changed             time.Time
+	// zones are the distinct zones of the endpoints, each once.
+	zones []string
 }
 
 // DeepCopyObject implements runtime.Object.
 func (s *EndpointSlice) DeepCopyObject() runtime.Object { return s }
+
+// Zone is the topology zone of e, an endpoint of s; "" when it has none.
+func (s *EndpointSlice) Zone(e *Endpoint) string {
+	if e.zone == 0 || int(e.zone) > len(s.zones) {
+		return ""
+	}
+	return s.zones[e.zone-1]
+}
+
+// zoneIndex is 1 + the index of zone in s.zones, added if new; 0 for no
+// zone, or past the (theoretical) 65535th distinct zone of one slice.
+func (s *EndpointSlice) zoneIndex(zone *string) uint16 {
+	if zone == nil || *zone == "" {
+		return 0
+	}
+	if i := slices.Index(s.zones, *zone); i >= 0 {
+		return uint16(i + 1)
+	}
+	if len(s.zones) >= math.MaxUint16 {
+		return 0
+	}
+	s.zones = append(s.zones, *zone)
+	return uint16(len(s.zones))
+}
 
 // Pod is what `pods verified` needs of a Pod.
 type Pod struct {
@@ -265,12 +297,14 @@ func convertSlice(obj any, podNames bool) (any, error) {
 			if !podNames {
 				ep.PodName = ""
 			}
+			ep.zone = out.zoneIndex(s.Endpoints[i].Zone)
 			out.Endpoints = append(out.Endpoints, ep)
 		}
 	}
 	for _, p := range s.Ports {
 		out.Ports = append(out.Ports, toSlicePort(p))
 	}
+	out.zones = slices.Clip(out.zones)
 	return out, nil
 }
 
