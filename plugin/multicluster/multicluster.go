@@ -32,6 +32,14 @@ type Multicluster struct {
 
 	startupTimeout time.Duration
 	cfg            watchcache.Config
+	// clusterID is the cluster_id option: the local cluster's ID, lower
+	// case; "" to learn it from the id.k8s.io ClusterProperty.
+	clusterID string
+
+	// builder is the instance's builder, once started; stopWatch ends the
+	// ClusterProperty watch (nil when there is none).
+	builder   *builder
+	stopWatch func()
 }
 
 // Name implements plugin.Handler.

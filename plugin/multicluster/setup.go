@@ -1,11 +1,14 @@
 package multicluster
 
 import (
+	"context"
+	"strings"
 	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
@@ -88,6 +91,15 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 			return err
 		}
 		m.startupTimeout = d
+	case "cluster_id":
+		if len(args) != 1 {
+			return c.ArgErr()
+		}
+		// Cluster IDs are compared in lower case, as the slices' are.
+		if id := strings.ToLower(args[0]); !dnsname.IsLabel(id) {
+			return c.Errf("cluster_id %q is not a DNS label", args[0])
+		}
+		m.clusterID = strings.ToLower(args[0])
 	default:
 		return c.Errf("unknown property %q", opt)
 	}
@@ -95,11 +107,47 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 }
 
 // start connects to the shared cache, the same one as kubeschema's when
-// the connection options are equal (see dnszone.Server.Start).
+// the connection options are equal (see dnszone.Server.Start), and
+// follows the id.k8s.io ClusterProperty unless cluster_id names the local
+// cluster.
 func (m *Multicluster) start() error {
 	_, err := m.Start(watchcache.Consumer{
 		Config: m.cfg, Kinds: kinds, StartupTimeout: m.startupTimeout,
-		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(m, h) },
+		NewBuilder: func(h *watchcache.Handle) watchcache.Builder {
+			m.builder = newBuilder(m, h)
+			m.builder.clusterID = m.clusterID
+			return m.builder
+		},
 	}, metrics)
-	return err
+	if err != nil || m.clusterID != "" {
+		return err
+	}
+	return m.watchClusterID()
+}
+
+// watchClusterID learns the local cluster's ID from the id.k8s.io
+// ClusterProperty, as it changes, until Shutdown.
+func (m *Multicluster) watchClusterID() error {
+	w, err := watchcache.NewClusterIDWatcher(m.cfg)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx, m.builder.learnClusterID)
+	}()
+	m.stopWatch = func() { cancel(); <-done }
+	return nil
+}
+
+// Shutdown ends the ClusterProperty watch and what dnszone.Server.Start
+// started; for OnShutdown.
+func (m *Multicluster) Shutdown() error {
+	if m.stopWatch != nil {
+		m.stopWatch()
+		m.stopWatch = nil
+	}
+	return m.Server.Shutdown()
 }
