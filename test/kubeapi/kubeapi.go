@@ -64,6 +64,14 @@ type Options struct {
 	// APIServerFlags are appended to the kube-apiserver command line; a
 	// flag given twice takes its last value.
 	APIServerFlags []string
+	// ServiceImportVersions are the versions the ServiceImport CRD serves
+	// ("v1alpha1", "v1beta1"); default both, as mcs-api ships it. With one,
+	// that one is stored too: an MCS install older or newer than the one
+	// the module's CRD comes from.
+	ServiceImportVersions []string
+	// ClusterProperties installs the ClusterProperty CRD (KEP-2149,
+	// about.k8s.io/v1alpha1; ClusterPropertyCRD).
+	ClusterProperties bool
 }
 
 // Cluster is a running etcd and kube-apiserver.
