@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
@@ -96,22 +95,13 @@ func (b *builder) Publish() {
 	b.published = true
 }
 
-// learnClusterID takes a new local cluster ID ("" for none) and rebuilds
+// setClusterID takes a new local cluster ID ("" for none) and rebuilds
 // the imports it changes the answers of: the headless PreferClose ones.
-func (b *builder) learnClusterID(id string) {
-	if id != "" && !dnsname.IsLabel(id) {
-		log.Warningf("the %s ClusterProperty's value %q is not a DNS label: the local cluster ID stays unknown", watchcache.ClusterIDProperty, id)
-		id = ""
-	}
+func (b *builder) setClusterID(id string) {
 	b.build.Lock()
 	defer b.build.Unlock()
 	if id == b.clusterID {
 		return
-	}
-	if id != "" {
-		log.Infof("local cluster ID %q, from the %s ClusterProperty", id, watchcache.ClusterIDProperty)
-	} else {
-		log.Infof("the local cluster ID is no longer known (no %s ClusterProperty)", watchcache.ClusterIDProperty)
 	}
 	b.clusterID = id
 	if !b.published {

@@ -62,7 +62,7 @@ func newLocal(t *testing.T, id string) *built {
 	x.src.add(t, preferClose("ns1", "near"),
 		importedSlice("ns1", "near-a", "near", "Cluster-A", 5432, ep{addr: "10.5.0.1", host: "a0"}, ep{addr: "10.5.0.2", host: "a1"}),
 		importedSlice("ns1", "near-b", "near", "cluster-b", 5433, ep{addr: "10.5.1.1", host: "b0"}))
-	x.b.learnClusterID(id)
+	x.b.setClusterID(id)
 	x.event(importEvent("ns1", "near"))
 	return x
 }
@@ -93,11 +93,15 @@ func TestMulticlusterPreferCloseLocal(t *testing.T) {
 func TestMulticlusterPreferCloseIDChanges(t *testing.T) {
 	x := newLocal(t, "cluster-b")
 	x.want(near, dns.TypeA, "A 10.5.1.1")
-	x.b.learnClusterID("cluster-a")
+	x.b.setClusterID("cluster-a")
 	x.want(near, dns.TypeA, "A 10.5.0.1", "A 10.5.0.2")
-	x.b.learnClusterID("")
+	x.b.setClusterID("")
 	x.want(near, dns.TypeA, "A 10.5.0.1", "A 10.5.0.2", "A 10.5.1.1")
-	x.b.learnClusterID("Not_A_Label") // ignored: stays unknown
+	l := &learntID{}
+	l.attach(x.b)
+	l.set("cluster-b")
+	x.want(near, dns.TypeA, "A 10.5.1.1")
+	l.set("Not_A_Label") // not an ID: unknown
 	x.want(near, dns.TypeA, "A 10.5.0.1", "A 10.5.0.2", "A 10.5.1.1")
 }
 

@@ -36,9 +36,9 @@ type Multicluster struct {
 	// case; "" to learn it from the id.k8s.io ClusterProperty.
 	clusterID string
 
-	// builder is the instance's builder, once started; stopWatch ends the
-	// ClusterProperty watch (nil when there is none).
-	builder   *builder
+	// learnt is the ID the ClusterProperty says, without cluster_id;
+	// stopWatch ends its watch (both nil when there is none).
+	learnt    *learntID
 	stopWatch func()
 }
 

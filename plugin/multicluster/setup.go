@@ -1,7 +1,6 @@
 package multicluster
 
 import (
-	"context"
 	"strings"
 	"time"
 
@@ -106,40 +105,31 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 	return nil
 }
 
-// start connects to the shared cache, the same one as kubeschema's when
-// the connection options are equal (see dnszone.Server.Start), and
-// follows the id.k8s.io ClusterProperty unless cluster_id names the local
-// cluster.
+// start follows the id.k8s.io ClusterProperty unless cluster_id names
+// the local cluster, and connects to the shared cache, the same one as
+// kubeschema's when the connection options are equal (see
+// dnszone.Server.Start).
 func (m *Multicluster) start() error {
+	if m.clusterID == "" {
+		if err := m.watchClusterID(); err != nil {
+			return err
+		}
+	}
 	_, err := m.Start(watchcache.Consumer{
 		Config: m.cfg, Kinds: kinds, StartupTimeout: m.startupTimeout,
 		NewBuilder: func(h *watchcache.Handle) watchcache.Builder {
-			m.builder = newBuilder(m, h)
-			m.builder.clusterID = m.clusterID
-			return m.builder
+			b := newBuilder(m, h)
+			b.clusterID = m.clusterID
+			if m.learnt != nil {
+				m.learnt.attach(b)
+			}
+			return b
 		},
 	}, metrics)
-	if err != nil || m.clusterID != "" {
-		return err
-	}
-	return m.watchClusterID()
-}
-
-// watchClusterID learns the local cluster's ID from the id.k8s.io
-// ClusterProperty, as it changes, until Shutdown.
-func (m *Multicluster) watchClusterID() error {
-	w, err := watchcache.NewClusterIDWatcher(m.cfg)
 	if err != nil {
-		return plugin.Error(pluginName, err)
+		m.Shutdown() // the ClusterProperty watch
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx, m.builder.learnClusterID)
-	}()
-	m.stopWatch = func() { cancel(); <-done }
-	return nil
+	return err
 }
 
 // Shutdown ends the ClusterProperty watch and what dnszone.Server.Start

@@ -40,6 +40,10 @@ type ClusterIDWatcher struct {
 	served  bool   // discovery listed clusterproperties at the last look
 	looked  bool   // discovery has answered once
 	failing bool   // the last call failed, and that was logged
+	// first is closed once the first attempt to read the property is over
+	// (firstDone set then), whatever its outcome.
+	first     chan struct{}
+	firstDone bool
 }
 
 // NewClusterIDWatcher makes a watcher for the cluster cfg reaches.
@@ -56,7 +60,20 @@ func NewClusterIDWatcher(cfg Config) (*ClusterIDWatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
 	}
-	return &ClusterIDWatcher{res: dyn.Resource(clusterProperties), disco: disco, Poll: time.Minute, Retry: time.Second}, nil
+	return &ClusterIDWatcher{res: dyn.Resource(clusterProperties), disco: disco, Poll: time.Minute, Retry: time.Second,
+		first: make(chan struct{})}, nil
+}
+
+// FirstLook is closed once Run's first attempt to read the property is
+// over: fn has the ID by then if there is one and the API server answered.
+// A plugin waits for it (bounded) so that its first answers know the ID.
+func (w *ClusterIDWatcher) FirstLook() <-chan struct{} { return w.first }
+
+func (w *ClusterIDWatcher) looked1() {
+	if !w.firstDone {
+		w.firstDone = true
+		close(w.first)
+	}
 }
 
 // Run calls fn with the cluster ID (lower case, "" when there is none) each
@@ -67,6 +84,7 @@ func (w *ClusterIDWatcher) Run(ctx context.Context, fn func(id string)) {
 	wait := w.Retry
 	for ctx.Err() == nil {
 		err := w.follow(ctx, fn)
+		w.looked1()
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -105,6 +123,7 @@ func (w *ClusterIDWatcher) follow(ctx context.Context, fn func(string)) error {
 		id = propertyValue(&list.Items[0])
 	}
 	w.set(id, fn)
+	w.looked1()
 	byName.ResourceVersion = list.GetResourceVersion()
 	timeout := int64(300) // the API server closes it then; we list again
 	byName.TimeoutSeconds = &timeout
