@@ -3,7 +3,9 @@
 //
 // It is a real API server, not a fake: RBAC, ServiceAccount tokens
 // (TokenRequest), dual-stack Service IP allocation and CRDs behave as in a
-// cluster. The MCS CRDs (ServiceImport, ServiceExport) are installed. No
+// cluster. The MCS CRDs (ServiceImport, ServiceExport) are installed, the
+// ServiceImport one serving the versions Options.ServiceImportVersions
+// asks for; with Options.ClusterProperties, KEP-2149's ClusterProperty too. No
 // controllers run (there is no kube-controller-manager), so nothing creates
 // EndpointSlices for Services, no namespace finishes deleting and no
 // namespace gets a "default" ServiceAccount; tests create what they need. The
