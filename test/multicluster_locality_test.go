@@ -17,9 +17,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	mcscrd "sigs.k8s.io/mcs-api/config/crd"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+	"sigs.k8s.io/yaml"
 
 	"github.com/schemadns/schemadns/test/kubeapi"
 )
@@ -272,5 +275,65 @@ func TestMulticlusterV1alpha1Only(t *testing.T) {
 	expectDB(t, withoutID, ns, remote)
 	if n := logs.count("trafficDistribution PreferClose, but the local cluster ID is unknown"); n != 1 {
 		t.Errorf("%d log lines say PreferClose is ignored, want 1 (the server with cluster_id logs none)", n)
+	}
+}
+
+// crds is where CustomResourceDefinitions are served.
+var crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// serveOnlyV1beta1 upgrades the ServiceImport CRD of c as an MCS install
+// would: v1beta1 served and stored, v1alpha1 no longer served (kept in
+// the list, as objects stored in it remain).
+func serveOnlyV1beta1(t *testing.T, c *kubeapi.Cluster) {
+	t.Helper()
+	api := c.Dynamic().Resource(crds)
+	old, err := api.Get(t.Context(), "serviceimports.multicluster.x-k8s.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(mcscrd.ServiceImportCRD, &crd.Object); err != nil {
+		t.Fatal(err)
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		m := v.(map[string]any)
+		m["served"], m["storage"] = m["name"] == "v1beta1", m["name"] == "v1beta1"
+	}
+	if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
+		t.Fatal(err)
+	}
+	crd.SetResourceVersion(old.GetResourceVersion())
+	if _, err := api.Update(t.Context(), crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("serve only v1beta1 of serviceimports: %v", err)
+	}
+}
+
+// TestMulticlusterVersionUpgrade: a server reading v1alpha1 follows a CRD
+// upgrade that stops serving it: the watch ends, the relist finds v1beta1,
+// and imports old and new are served.
+func TestMulticlusterVersionUpgrade(t *testing.T) {
+	logs := captureLog(t)
+	e := ownCluster(t, kubeapi.Options{ServiceImportVersions: []string{"v1alpha1"}})
+	ns := e.namespace("mc-upgrade")
+	old := mcClusterSetIP("old", []string{"10.247.40.50"}, mcPort("http", corev1.ProtocolTCP, 80))
+	if _, err := e.mcs.MulticlusterV1alpha1().ServiceImports(ns).Create(e.ctx, old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := localityServer(t, e, "")
+	oldName, newName := mcSvc("old", ns), mcSvc("new", ns)
+	expect(t, s, "udp", oldName, dns.TypeA, answer(rrLine(oldName, "A", "10.247.40.50")), settleTimeout)
+
+	serveOnlyV1beta1(t, e.cluster)
+	imp := &mcsv1beta1.ServiceImport{ObjectMeta: metav1.ObjectMeta{Name: "new"}, Spec: mcsv1beta1.ServiceImportSpec{
+		Type: mcsv1beta1.ClusterSetIP, IPs: []string{"10.247.40.51"}, Ports: []mcsv1beta1.ServicePort{{Name: "http", Port: 80}}}}
+	eventually(t, settleTimeout, "v1beta1 served", func() bool {
+		_, err := e.mcs.MulticlusterV1beta1().ServiceImports(ns).Create(e.ctx, imp, metav1.CreateOptions{})
+		return err == nil
+	})
+	expect(t, s, "udp", newName, dns.TypeA, answer(rrLine(newName, "A", "10.247.40.51")), settleTimeout)
+	expect(t, s, "udp", oldName, dns.TypeA, answer(rrLine(oldName, "A", "10.247.40.50")), changeTimeout)
+	if logs.count("the API server no longer serves v1alpha1; reading multicluster.x-k8s.io/v1beta1") != 1 {
+		t.Error("the log does not say once that the version read changed")
 	}
 }
