@@ -41,7 +41,7 @@ type builder struct {
 	dirtyLocal map[string]bool
 
 	// build serialises the builds: the consumer's goroutine runs Publish
-	// and Apply, the ClusterProperty watch learnClusterID. What follows is
+	// and Apply, the ClusterProperty watch setClusterID. What follows is
 	// guarded by it.
 	build sync.Mutex
 	// published is set by Publish: before it, a new cluster ID only needs
@@ -248,8 +248,9 @@ func (b *builder) localCluster(imp *watchcache.ServiceImport) string {
 	}
 	if b.clusterID == "" && !b.warnedNoID {
 		b.warnedNoID = true
-		log.Warningf("import %s/%s (and any other) asks for trafficDistribution PreferClose, but the local cluster ID is unknown "+
-			"(no cluster_id option, no %s ClusterProperty): every cluster's endpoints are answered", imp.Namespace(), imp.Name(), watchcache.ClusterIDProperty)
+		log.Warningf("import %s/%s asks for trafficDistribution PreferClose, but the local cluster ID is unknown "+
+			"(no cluster_id option, no %s ClusterProperty): every cluster's endpoints are answered, for it and any other such import (said once)",
+			imp.Namespace(), imp.Name(), watchcache.ClusterIDProperty)
 	}
 	return b.clusterID
 }
