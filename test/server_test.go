@@ -58,6 +58,23 @@ func startServer(t testing.TB, corefile string) *server {
 	return s
 }
 
+// startError starts CoreDNS from a Corefile that must not start, and
+// returns why it did not.
+func startError(t testing.TB, corefile string) error {
+	t.Helper()
+	caddyMu.Lock()
+	defer caddyMu.Unlock()
+	dnsserver.Directives = plugins.Directives
+	dnsserver.Quiet = true
+	inst, err := caddy.Start(caddy.CaddyfileInput{Contents: []byte(corefile), Filepath: "Corefile", ServerTypeName: "dns"})
+	if err == nil {
+		inst.Stop()
+		inst.ShutdownCallbacks()
+		t.Fatalf("CoreDNS started from a Corefile that must not start:\n%s", corefile)
+	}
+	return err
+}
+
 // exchange sends one query over network ("udp" or "tcp") and returns the
 // reply.
 func (s *server) exchange(t testing.TB, network, name string, qtype uint16) *dns.Msg {

@@ -2,6 +2,7 @@ package kubeschema
 
 import (
 	"cmp"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -222,10 +223,13 @@ func buildService(in buildInput, o *options) *dnszone.Service {
 		}
 		return dnszone.NewVirtual(key, svc.ClusterIPs, ports(svc.Ports, nil))
 	}
-	if len(in.endpoints) == 0 {
-		return nil // headless without ready endpoints: NXDOMAIN (schema 1.0.1)
+	if len(in.endpoints) == 0 && !o.zonal {
+		// Headless without ready endpoints: NXDOMAIN (schema 1.0.1). With
+		// zonal it is kept, empty, for its zonal names: NODATA, as stock.
+		return nil
 	}
 	eps := make([]dnszone.Endpoint, 0, len(in.endpoints))
+	var zones zoneGroups
 	for _, ep := range in.endpoints {
 		// The dashed address is not kept: derived again when needed.
 		host := explicitHostname(ep, o.endpointPodNames)
@@ -236,9 +240,41 @@ func buildService(in buildInput, o *options) *dnszone.Service {
 		if !named {
 			log.Warningf("endpoint %s of %s: hostname %q is not a DNS label, skipped", ep.Addr, key, cmp.Or(host, dnsname.Dashed(ep.Addr)))
 		}
-		eps = append(eps, dnszone.NewEndpoint(ep.Addr, host, 0, named))
+		group := uint8(0)
+		if o.zonal {
+			group = zones.of(ep.Zone)
+		}
+		eps = append(eps, dnszone.NewEndpoint(ep.Addr, host, group, named))
 	}
-	return dnszone.NewHeadless(key, eps, ports(svc.Ports, in.slicePorts), nil)
+	return dnszone.NewHeadless(key, eps, ports(svc.Ports, in.slicePorts), zones.groups)
+}
+
+// zoneGroups are a headless service's endpoint groups by topology zone,
+// for zonal names: group 0 has no zone.
+type zoneGroups struct {
+	groups []dnszone.Group
+}
+
+// of is the group of zone, added if new. Past 255 zones in one service
+// (no cluster has that many) an endpoint joins group 0, and no zonal name
+// selects it.
+func (z *zoneGroups) of(zone string) uint8 {
+	if zone == "" {
+		return 0
+	}
+	if z.groups == nil {
+		z.groups = []dnszone.Group{{}}
+	}
+	for i := range z.groups {
+		if z.groups[i].Zone == zone {
+			return uint8(i)
+		}
+	}
+	if len(z.groups) > math.MaxUint8 {
+		return 0
+	}
+	z.groups = append(z.groups, dnszone.Group{Zone: zone})
+	return uint8(len(z.groups) - 1)
 }
 
 // ports are a service's ports for SRV records; a headless service's

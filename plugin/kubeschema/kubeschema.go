@@ -42,7 +42,9 @@ type options struct {
 	endpointPodNames   bool
 	noEndpoints        bool
 	ignoreEmptyService bool
-	startupTimeout     time.Duration
+	// zonal keeps each endpoint's topology zone for zonal names.
+	zonal          bool
+	startupTimeout time.Duration
 }
 
 // Kubeschema is the plugin handler: the shared zone server (ServeDNS,

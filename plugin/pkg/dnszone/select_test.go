@@ -63,7 +63,8 @@ func checkReply(t *testing.T, m *dns.Msg, rcode int, answer ...string) {
 
 // TestZonalNames: a pin selects the endpoints of the zone, prefer falls
 // back to all, other types are NODATA, virtual services and a server
-// without the option have no such names.
+// without the option have no such names; a headless service without
+// endpoints has its zonal names (NODATA) and no other.
 func TestZonalNames(t *testing.T) {
 	a := netip.MustParseAddr
 	groups := []Group{{}, {Zone: "zone-a"}, {Zone: "zone-b"}}
@@ -71,7 +72,10 @@ func TestZonalNames(t *testing.T) {
 		NewEndpoint(a("10.0.0.1"), "", 1, true), NewEndpoint(a("10.0.0.2"), "", 2, true), NewEndpoint(a("10.0.0.3"), "", 0, true),
 	}, []Port{{Name: "pg", Proto: "tcp", Number: 5432}}, groups)
 	web := NewVirtual("web.ns1", []netip.Addr{a("10.96.0.1")}, nil)
-	srv := testServer(true, db, web)
+	empty := NewHeadless("empty.ns1", nil, nil, nil)
+	srv := testServer(true, db, web, empty)
+	checkReply(t, serveOne(t, srv, "zone-a.pin._zone.empty.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeSuccess)
+	checkReply(t, serveOne(t, srv, "empty.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeNameError)
 	pin := "zone-a.pin._zone.db.ns1.svc.cluster.local."
 	checkReply(t, serveOne(t, srv, pin, dns.TypeA), dns.RcodeSuccess, pin+" 5 IN A 10.0.0.1")
 	checkReply(t, serveOne(t, srv, "ZONE-B.pin._zone.db.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeSuccess, "ZONE-B.pin._zone.db.ns1.svc.cluster.local. 5 IN A 10.0.0.2")

@@ -198,7 +198,10 @@ func (srv *Server) lookup(q *Query, rest string) Result {
 		return Result{}
 	case NameService, NameHost, NameProto, NamePort, NameZonal:
 		svc := q.Snap.Service(n.Key)
-		if svc == nil {
+		if svc == nil || (svc.kind == Headless && len(svc.endpoints) == 0 && n.Kind != NameZonal) {
+			// A headless service without endpoints is kept for its zonal
+			// names alone (NODATA, as stock has them); its other names do
+			// not exist.
 			return NXDomain
 		}
 		return srv.serviceAnswer(q, svc, &n)
@@ -283,8 +286,9 @@ func (srv *Server) serviceAnswer(q *Query, svc *Service, n *Name) Result {
 // zonalAnswer answers <zone>.pin._zone.<svc>... and <zone>.prefer._zone...
 // (the zonal option, as stock CoreDNS 1.15 defines them): a headless
 // service's endpoints in that topology zone, A, AAAA and SRV only. A pin
-// with none there is NODATA; a prefer widens to every endpoint. Other
-// services have no such names.
+// with none there is NODATA, also when the service has no endpoints at
+// all; a prefer widens to every endpoint. Other services have no such
+// names.
 func (srv *Server) zonalAnswer(q *Query, svc *Service, n *Name) Result {
 	if !srv.Zonal || svc.kind != Headless {
 		return NXDomain
