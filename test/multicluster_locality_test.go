@@ -139,25 +139,39 @@ func setClusterID(t *testing.T, c *kubeapi.Cluster, id string) {
 // pgPorts are the slices' ports: one named TCP port.
 var pgPorts = []discoveryv1.EndpointPort{slicePort("pg", corev1.ProtocolTCP, 5432)}
 
-// localityWant are the answers of the PreferClose import "db" of ns: A
-// and SRV with the endpoints of hosts (host name to address).
-func localityWant(ns string, hosts map[string]string) (a, srv wantReply) {
+// hosts are the endpoints an answer of "db" holds: host name (with its
+// cluster) to addresses.
+type hosts map[string][]string
+
+// localityWant are the answers of the PreferClose import "db" of ns: A,
+// AAAA and SRV with the endpoints of h.
+func localityWant(ns string, h hosts) (a, aaaa, srv wantReply) {
 	svc := mcSvc("db", ns)
-	var addrs, srvs []string
+	var srvs []string
 	targets := map[string][]string{}
-	for host, ip := range hosts {
-		addrs = append(addrs, addrLine(svc, ip))
-		srvs = append(srvs, rrLine("_pg._tcp."+svc, "SRV", fmt.Sprintf("0 %d 5432 %s.%s", 100/len(hosts), host, svc)))
-		targets[host+"."+svc] = []string{ip}
+	for host, ips := range h {
+		for _, ip := range ips {
+			if addrType(ip) == dns.TypeA {
+				a.answer = append(a.answer, addrLine(svc, ip))
+			} else {
+				aaaa.answer = append(aaaa.answer, addrLine(svc, ip))
+			}
+		}
+		srvs = append(srvs, rrLine("_pg._tcp."+svc, "SRV", fmt.Sprintf("0 %d 5432 %s.%s", 100/len(h), host, svc)))
+		targets[host+"."+svc] = ips
 	}
-	return answer(addrs...), mcSRVWant(srvs, targets)
+	if aaaa.answer == nil {
+		aaaa = mcNODATA(clustersetZone)
+	}
+	return a, aaaa, mcSRVWant(srvs, targets)
 }
 
-// expectDB polls the A and SRV answers of "db" (see localityWant).
-func expectDB(t *testing.T, s *server, ns string, hosts map[string]string) {
+// expectDB polls the A, AAAA and SRV answers of "db" (see localityWant).
+func expectDB(t *testing.T, s *server, ns string, h hosts) {
 	t.Helper()
-	a, srv := localityWant(ns, hosts)
+	a, aaaa, srv := localityWant(ns, h)
 	expect(t, s, "udp", mcSvc("db", ns), dns.TypeA, a, changeTimeout)
+	expect(t, s, "udp", mcSvc("db", ns), dns.TypeAAAA, aaaa, changeTimeout)
 	expect(t, s, "tcp", "_pg._tcp."+mcSvc("db", ns), dns.TypeSRV, srv, changeTimeout)
 }
 
@@ -192,7 +206,7 @@ func TestMulticlusterV1beta1Only(t *testing.T) {
 	s := localityServer(t, e, "")
 
 	webName, svc := mcSvc("web", ns), mcSvc("db", ns)
-	local := map[string]string{"a0.cluster-a": "10.246.40.1", "a1.cluster-a": "10.246.40.2"}
+	local := hosts{"a0.cluster-a": {"10.246.40.1"}, "a1.cluster-a": {"10.246.40.2"}}
 	expectDB(t, s, ns, local)
 	checkAll(t, s, "udp", []dnsCase{
 		{webName, dns.TypeA, answer(rrLine(webName, "A", "10.247.40.10"))},
@@ -209,23 +223,23 @@ func TestMulticlusterV1beta1Only(t *testing.T) {
 
 	// The property changes: cluster-b is local now.
 	setClusterID(t, e.cluster, "cluster-b")
-	expectDB(t, s, ns, map[string]string{"b0.cluster-b": "10.246.40.11"})
+	expectDB(t, s, ns, hosts{"b0.cluster-b": {"10.246.40.11"}})
 	// No ready endpoint in the local cluster: every cluster's.
 	e.replaceEndpoints(ns, "db-b", endpoint{addr: "10.246.40.11", hostname: "b0", unready: true})
 	expectDB(t, s, ns, local)
 	e.replaceEndpoints(ns, "db-b", endpoint{addr: "10.246.40.11", hostname: "b0"})
-	expectDB(t, s, ns, map[string]string{"b0.cluster-b": "10.246.40.11"})
+	expectDB(t, s, ns, hosts{"b0.cluster-b": {"10.246.40.11"}})
 	// The property is gone: no local cluster, every cluster's.
 	setClusterID(t, e.cluster, "")
-	expectDB(t, s, ns, map[string]string{"a0.cluster-a": "10.246.40.1", "a1.cluster-a": "10.246.40.2", "b0.cluster-b": "10.246.40.11"})
+	expectDB(t, s, ns, hosts{"a0.cluster-a": {"10.246.40.1"}, "a1.cluster-a": {"10.246.40.2"}, "b0.cluster-b": {"10.246.40.11"}})
 }
 
 // TestMulticlusterV1alpha1Only runs against a ServiceImport CRD that
 // serves only v1alpha1, without the ClusterProperty API: the log says
 // v1alpha1 is read; ipFamilies limit an import to IPv6; with cluster_id a
-// PreferClose import prefers that cluster's endpoints (all clusters' once
-// it has none ready); without it, and no ClusterProperty, the field is
-// ignored and one log line says so.
+// PreferClose import with dual-stack endpoints prefers that cluster's
+// (A, AAAA and SRV; all clusters' once it has none ready); without it, and
+// no ClusterProperty, the field is ignored and one log line says so.
 func TestMulticlusterV1alpha1Only(t *testing.T) {
 	logs := captureLog(t)
 	e := ownCluster(t, kubeapi.Options{ServiceImportVersions: []string{"v1alpha1"}})
@@ -241,16 +255,18 @@ func TestMulticlusterV1alpha1Only(t *testing.T) {
 		}
 	}
 	e.createSlice(ns, mcSlice("db-a", "db", "clustera", pgPorts, endpoint{addr: "10.246.40.21", hostname: "a0"}))
+	e.createSlice(ns, mcSlice("db-a-v6", "db", "clustera", pgPorts, endpoint{addr: "fd00:10:246:40::21", hostname: "a0"}))
 	e.createSlice(ns, mcSlice("db-b", "db", "clusterb", pgPorts,
 		endpoint{addr: "10.246.40.31", hostname: "b0"}, endpoint{addr: "10.246.40.32", hostname: "b1"}))
+	e.createSlice(ns, mcSlice("db-b-v6", "db", "clusterb", pgPorts, endpoint{addr: "fd00:10:246:40::31", hostname: "b0"}))
 	withID := localityServer(t, e, "        cluster_id clustera\n        fallthrough in-addr.arpa ip6.arpa")
 	withoutID := localityServer(t, e, "")
 
 	webName, svc := mcSvc("web", ns), mcSvc("db", ns)
-	all := map[string]string{"a0.clustera": "10.246.40.21", "b0.clusterb": "10.246.40.31", "b1.clusterb": "10.246.40.32"}
-	remote := map[string]string{"b0.clusterb": "10.246.40.31", "b1.clusterb": "10.246.40.32"}
-	expectDB(t, withID, ns, map[string]string{"a0.clustera": "10.246.40.21"})
-	expectDB(t, withoutID, ns, all)
+	a0 := []string{"10.246.40.21", "fd00:10:246:40::21"}
+	remote := hosts{"b0.clusterb": {"10.246.40.31", "fd00:10:246:40::31"}, "b1.clusterb": {"10.246.40.32"}}
+	expectDB(t, withID, ns, hosts{"a0.clustera": a0})
+	expectDB(t, withoutID, ns, hosts{"a0.clustera": a0, "b0.clusterb": remote["b0.clusterb"], "b1.clusterb": remote["b1.clusterb"]})
 	checkAll(t, withID, "udp", []dnsCase{
 		{webName, dns.TypeAAAA, answer(rrLine(webName, "AAAA", "fd00:10:247:40::20"))},
 		{webName, dns.TypeA, mcNODATA(clustersetZone)},
@@ -263,6 +279,7 @@ func TestMulticlusterV1alpha1Only(t *testing.T) {
 
 	// The local cluster's one endpoint stops being ready: every cluster's.
 	e.replaceEndpoints(ns, "db-a", endpoint{addr: "10.246.40.21", hostname: "a0", unready: true})
+	e.replaceEndpoints(ns, "db-a-v6", endpoint{addr: "fd00:10:246:40::21", hostname: "a0", unready: true})
 	expectDB(t, withID, ns, remote)
 	// A second PreferClose import, and changes: still one line.
 	db2 := mcHeadless("db2", mcPort("pg", corev1.ProtocolTCP, 5432))
