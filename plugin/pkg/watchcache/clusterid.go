@@ -89,8 +89,9 @@ func (w *ClusterIDWatcher) Run(ctx context.Context, fn func(id string)) {
 		case ctx.Err() != nil:
 			return
 		case err == nil:
-			wait = w.Retry // a watch that timed out: watch again now
-			continue
+			// The watch ended (its timeout, a compaction): list again
+			// after a moment, never in a tight loop.
+			wait = w.Retry
 		case !w.served:
 			wait = w.Poll
 		default:
