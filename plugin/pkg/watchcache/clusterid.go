@@ -69,7 +69,7 @@ func NewClusterIDWatcher(cfg Config) (*ClusterIDWatcher, error) {
 // A plugin waits for it (bounded) so that its first answers know the ID.
 func (w *ClusterIDWatcher) FirstLook() <-chan struct{} { return w.first }
 
-func (w *ClusterIDWatcher) looked1() {
+func (w *ClusterIDWatcher) endFirstLook() {
 	if !w.firstDone {
 		w.firstDone = true
 		close(w.first)
@@ -84,7 +84,7 @@ func (w *ClusterIDWatcher) Run(ctx context.Context, fn func(id string)) {
 	wait := w.Retry
 	for ctx.Err() == nil {
 		err := w.follow(ctx, fn)
-		w.looked1()
+		w.endFirstLook()
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -124,7 +124,7 @@ func (w *ClusterIDWatcher) follow(ctx context.Context, fn func(string)) error {
 		id = propertyValue(&list.Items[0])
 	}
 	w.set(id, fn)
-	w.looked1()
+	w.endFirstLook()
 	byName.ResourceVersion = list.GetResourceVersion()
 	timeout := int64(300) // the API server closes it then; we list again
 	byName.TimeoutSeconds = &timeout
