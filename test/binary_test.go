@@ -47,13 +47,11 @@ func coreDNSBinary(t *testing.T) string {
 	return binPath
 }
 
-// TestBinaryListsPluginsAndVersion: -plugins prints what stock CoreDNS
-// 1.15 prints (coremain.Run prints caddy.DescribePlugins): caddy's plugin
-// registry one name a line, sorted by server type and name ("dns.acl" to
-// "dns.whoami", then "on", caddy's own, of no server type), the "dns."
-// prefix dropped, and an empty line. Every directive of plugin.cfg, ours
-// included, is registered once, as a plugin of the dns server type.
-// -version prints CoreDNS's version and this project's.
+// TestBinaryListsPluginsAndVersion: -plugins prints caddy's registry in
+// its sectioned form, which scripts parse: "Server types:" (dns),
+// "Caddyfile loaders:", then "Other plugins:" with every plugin of the dns
+// server type as "dns.<name>" (ours included, each once) and "on", caddy's
+// own. -version prints CoreDNS's version and this project's.
 func TestBinaryListsPluginsAndVersion(t *testing.T) {
 	bin := coreDNSBinary(t)
 	out, err := exec.Command(bin, "-plugins").CombinedOutput()
@@ -62,14 +60,24 @@ func TestBinaryListsPluginsAndVersion(t *testing.T) {
 	}
 	// The test binary links the same plugins (through coredns/plugins), so
 	// its registry is the binary's.
-	registered := caddy.ListPlugins()["others"]
+	all := caddy.ListPlugins()
+	registered := all["others"]
 	var want strings.Builder
-	for _, p := range registered {
-		want.WriteString(strings.TrimPrefix(p, "dns.") + "\n")
+	want.WriteString("Server types:\n  dns\n\nCaddyfile loaders:\n")
+	for _, l := range all["caddyfile_loaders"] {
+		want.WriteString("  " + l + "\n")
 	}
-	want.WriteString("\n")
+	want.WriteString("\nOther plugins:\n")
+	for _, p := range registered {
+		want.WriteString("  " + p + "\n")
+	}
 	if string(out) != want.String() {
-		t.Errorf("-plugins printed:\n%s\nwant CoreDNS's list:\n%s", out, want.String())
+		t.Errorf("-plugins printed:\n%s\nwant:\n%s", out, want.String())
+	}
+	for _, ours := range []string{"dns.kubeschema", "dns.multicluster", "dns.gensearchpath", "dns.edns0autopath", "dns.k8s_external"} {
+		if !strings.Contains(string(out), "\n  "+ours+"\n") {
+			t.Errorf("-plugins does not list %s", ours)
+		}
 	}
 	if !slices.IsSorted(registered) {
 		t.Errorf("caddy's registry is not sorted: %q", registered)

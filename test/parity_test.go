@@ -1,13 +1,17 @@
 package test
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Whole-server tests of the options kubeschema shares with stock CoreDNS
@@ -54,12 +58,12 @@ func checkParity(t *testing.T, ours, stock *server, cases []parityCase) {
 		if c.stock != nil && c.why == "" {
 			t.Errorf("%s %s: a difference from stock needs its reason", c.name, dns.TypeToString[c.qtype])
 		}
-		expect(t, ours, "udp", c.name, c.qtype, c.want, settleTimeout)
 		want := c.want
 		if c.stock != nil {
 			want = *c.stock
 		}
-		expect(t, stock, "udp", c.name, c.qtype, want, settleTimeout)
+		t.Run("ours "+c.name, func(t *testing.T) { expect(t, ours, "udp", c.name, c.qtype, c.want, settleTimeout) })
+		t.Run("stock "+c.name, func(t *testing.T) { expect(t, stock, "udp", c.name, c.qtype, want, settleTimeout) })
 	}
 }
 
@@ -154,4 +158,92 @@ func TestAPIServerLimits(t *testing.T) {
 	if want := "multicluster sets apiserver_qps 6, but kubeschema, which shares its connection to the API server, set 5"; !strings.Contains(err.Error(), want) {
 		t.Errorf("conflicting limits: %v, want it to say %q", err, want)
 	}
+}
+
+// leakCorefile is kubeschema (or stock, with %[3]s "kubernetes") with
+// fallthrough for the reverse zones, forwarding what is passed on to a
+// stand-in for the upstream resolver (%[4]s) that answers every PTR: what
+// reaches it has leaked.
+const leakCorefile = `.:0 {
+    bind 127.0.0.1
+    %[3]s cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig %[1]s
+%[2]s        fallthrough in-addr.arpa ip6.arpa
+    }
+    forward . %[4]s
+}
+`
+
+// startLeakUpstream is a resolver on loopback that answers every query
+// with a PTR to leaked.upstream.example.; it returns its address.
+func startLeakUpstream(t *testing.T) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		m.Authoritative = true
+		m.Answer = []dns.RR{&dns.PTR{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: 60},
+			Ptr: "leaked.upstream.example."}}
+		_ = w.WriteMsg(m)
+	})}
+	go func() { _ = srv.ActivateAndServe() }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+// TestReverseCIDRsParity: with reverse_cidrs, the reverse name of an
+// address in the cluster's own ranges (the ServiceCIDR objects with auto,
+// and the ranges given) that no object owns is an authoritative NXDOMAIN
+// with the reverse zone's SOA, despite fallthrough; stock passes it on
+// upstream. Owned addresses keep their PTR, addresses outside the ranges
+// are passed on as before, and a ServiceCIDR created later is followed.
+func TestReverseCIDRsParity(t *testing.T) {
+	e := newKsEnv(t)
+	ns := e.namespace("reverse")
+	upstream := startLeakUpstream(t)
+	ours := startServer(t, fmt.Sprintf(leakCorefile, e.kubeconfig, "        startup_timeout 60s\n        reverse_cidrs auto 10.244.0.0/16\n", "kubeschema", upstream))
+	stock := startServer(t, fmt.Sprintf(leakCorefile, e.kubeconfig, "", "kubernetes", upstream))
+	web := e.createService(ns, clusterIPService("web", servicePort("http", corev1.ProtocolTCP, 80)))
+	webIP := clusterIPsOf(web)[0]
+
+	leaked := func(ip string) wantReply {
+		name := ptrName(t, ip)
+		w := answer(name + " 60 IN PTR leaked.upstream.example.")
+		return w
+	}
+	notOurs := func(ip string) parityCase {
+		return parityCase{name: ptrName(t, ip), qtype: dns.TypePTR, want: leaked(ip)}
+	}
+	authoritative := func(ip, why string) parityCase {
+		zone := reverse4Zone
+		if strings.Contains(ip, ":") {
+			zone = reverse6Zone
+		}
+		l := leaked(ip)
+		return parityCase{name: ptrName(t, ip), qtype: dns.TypePTR, want: ksNXDOMAIN(zone), stock: &l, why: why}
+	}
+	const leak = "stock passes the reverse name of an address of the cluster that no object owns upstream (kubernetes/kubernetes#120585)"
+	checkParity(t, ours, stock, []parityCase{
+		{name: ptrName(t, webIP), qtype: dns.TypePTR, want: answer(rrLine(ptrName(t, webIP), "PTR", ksSvc("web", ns)))},
+		authoritative("10.96.255.254", leak+": a free service address (the ServiceCIDR kubernetes)"),
+		authoritative("fd00:10:96::fffe", leak+": a free IPv6 service address (the ServiceCIDR kubernetes)"),
+		authoritative("10.244.70.5", leak+": a pod address (reverse_cidrs 10.244.0.0/16)"),
+		notOurs("192.0.2.1"),
+	})
+	// A missing reply for a name other than a full address is as before.
+	expect(t, ours, "udp", "96.10.in-addr.arpa.", dns.TypePTR, answer("96.10.in-addr.arpa. 60 IN PTR leaked.upstream.example."), settleTimeout)
+
+	extra := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "schemadns-test-extra"},
+		Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.97.0.0/24"}}}
+	if _, err := e.kube.NetworkingV1().ServiceCIDRs().Create(e.ctx, extra, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.kube.NetworkingV1().ServiceCIDRs().Delete(context.Background(), extra.Name, metav1.DeleteOptions{})
+	})
+	expect(t, ours, "udp", ptrName(t, "10.97.0.9"), dns.TypePTR, ksNXDOMAIN(reverse4Zone), changeTimeout)
 }

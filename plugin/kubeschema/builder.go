@@ -22,6 +22,7 @@ type source interface {
 	SlicesForService(ns, name string) []*watchcache.EndpointSlice
 	Namespace(name string) *watchcache.Namespace
 	PodsByIP(a netip.Addr) []*watchcache.Pod
+	ServiceCIDRs() []*watchcache.ServiceCIDR
 }
 
 // builder turns cache events into new snapshots. Events only mark services
@@ -35,6 +36,8 @@ type builder struct {
 	dirty map[string]watchcache.Event // by "<ns>/<svc>"
 	// dirtyNamespaces: a namespace's labels changed (namespace_labels).
 	dirtyNamespaces map[string]bool
+	// rangesDirty: a ServiceCIDR changed (reverse_cidrs auto).
+	rangesDirty bool
 
 	// pending is the first snapshot while Prepare builds it; owned by the
 	// goroutine that runs the builder.
@@ -64,6 +67,8 @@ func (b *builder) Mark(ev watchcache.Event) bool {
 			return false
 		}
 		b.dirtyNamespaces[ev.Namespace] = true
+	case watchcache.ServiceCIDRs:
+		b.rangesDirty = true
 	default:
 		b.mu.Unlock()
 		return false
@@ -87,6 +92,8 @@ func (b *builder) Prepare() {
 // (watchcache.Builder): the one Prepare built, with the last changes
 // applied, or else a full build.
 func (b *builder) Publish() {
+	b.takeRangesDirty()
+	b.k.publishRanges(b.cache)
 	if b.pending == nil {
 		b.takeDirty() // covered by the full build
 		b.k.Publish(b.fullBuild())
@@ -97,6 +104,14 @@ func (b *builder) Publish() {
 	b.pending = nil
 	e.SetSerial(dnszone.NextSerial(0))
 	b.k.Publish(e.Done())
+}
+
+func (b *builder) takeRangesDirty() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d := b.rangesDirty
+	b.rangesDirty = false
+	return d
 }
 
 func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
@@ -118,6 +133,9 @@ func (b *builder) fullBuild() *dnszone.Snapshot {
 
 // Apply rebuilds the dirty services into a new snapshot and publishes it.
 func (b *builder) Apply() {
+	if b.takeRangesDirty() {
+		b.k.publishRanges(b.cache)
+	}
 	dirty, namespaces := b.takeDirty()
 	if len(dirty) == 0 && len(namespaces) == 0 {
 		return

@@ -138,6 +138,12 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 			return err
 		}
 		k.opts.noEndpoints = true
+	case "reverse_cidrs":
+		r, err := parseReverseCIDRs(args, k.Zones)
+		if err != nil {
+			return c.Errf("%v", err)
+		}
+		k.opts.reverse = r
 	case "zonal":
 		if err := need(0, 0); err != nil {
 			return err

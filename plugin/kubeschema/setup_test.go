@@ -1,6 +1,7 @@
 package kubeschema
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,6 +80,11 @@ func TestParseErrors(t *testing.T) {
 		{"kubeschema not_a..zone", "is not a domain name"},
 		{"kubeschema\nkubeschema", "once"},
 		{"kubeschema {\nzonal\nnoendpoints\n}", "remove noendpoints or zonal"},
+		{"kubeschema cluster.local in-addr.arpa {\nreverse_cidrs\n}", "reverse_cidrs: want auto"},
+		{"kubeschema cluster.local in-addr.arpa {\nreverse_cidrs 10.0.0.0/33\n}", "is not a CIDR"},
+		{"kubeschema cluster.local in-addr.arpa {\nreverse_cidrs 10.0.0.0/8 auto\n}", `"auto" is not a CIDR`},
+		{"kubeschema cluster.local {\nreverse_cidrs 10.0.0.0/8\n}", "10.0.0.0/8 is outside every reverse zone"},
+		{"kubeschema cluster.local 96.10.in-addr.arpa {\nreverse_cidrs 10.97.0.0/16\n}", "10.97.0.0/16 is outside every reverse zone"},
 		{"kubeschema {\nzonal x\n}", "Wrong argument count"},
 		{"kubeschema {\napiserver_qps -1\n}", "apiserver_qps: want"},
 		{"kubeschema {\napiserver_qps fast\n}", "apiserver_qps: want"},
@@ -125,5 +131,30 @@ func TestSharedLimits(t *testing.T) {
 	_, err = parseAll("kubeschema {\napiserver_qps 20\n}", "kubeschema {\napiserver_qps 30\n}")
 	if err == nil || !strings.Contains(err.Error(), "kubeschema sets apiserver_qps 30, but kubeschema, which shares its connection to the API server, set 20") {
 		t.Errorf("conflicting limits: %v", err)
+	}
+}
+
+// TestParseReverseCIDRs: auto and ranges, masked; a range meets a served
+// reverse zone when the zone is inside it or it is inside the zone.
+func TestParseReverseCIDRs(t *testing.T) {
+	for _, tc := range []struct {
+		stanza string
+		auto   bool
+		fixed  string
+	}{
+		{"kubeschema cluster.local in-addr.arpa ip6.arpa {\nreverse_cidrs auto 10.244.1.7/16 fd00:10:244::/48\n}", true, "[10.244.0.0/16 fd00:10:244::/48]"},
+		{"kubeschema cluster.local 96.10.in-addr.arpa {\nreverse_cidrs 10.96.0.0/12\n}", false, "[10.96.0.0/12]"},
+		{"kubeschema cluster.local 10.in-addr.arpa {\nreverse_cidrs 10.96.0.0/24\n}", false, "[10.96.0.0/24]"},
+		{"kubeschema cluster.local in-addr.arpa {\nreverse_cidrs auto\n}", true, "[]"},
+	} {
+		k, err := parse(caddy.NewTestController("dns", tc.stanza))
+		if err != nil {
+			t.Errorf("%q: %v", tc.stanza, err)
+			continue
+		}
+		r := k.opts.reverse
+		if r.auto != tc.auto || fmt.Sprint(r.fixed) != tc.fixed {
+			t.Errorf("%q: auto %t ranges %v, want %t %s", tc.stanza, r.auto, r.fixed, tc.auto, tc.fixed)
+		}
 	}
 }

@@ -50,6 +50,9 @@ type Server struct {
 	Zonal bool
 
 	snap atomic.Pointer[Snapshot]
+	// owned are the address ranges whose reverse names are answered with
+	// authority even when fallthrough would pass them on (reverse_cidrs).
+	owned atomic.Pointer[[]netip.Prefix]
 	// zoneNames are the SOA's names by zone, made on first use (Zones are
 	// set by then).
 	namesOnce sync.Once
@@ -124,11 +127,44 @@ func (srv *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	}
 	q := &Query{Ctx: ctx, W: w, Req: r, Snap: snap, Zone: zi, Qtype: question.Qtype, Owner: question.Name, Lower: lower}
 	res := srv.lookup(q, rest)
-	if res.Rcode == dns.RcodeNameError && srv.Fall.Through(question.Name) {
+	if res.Rcode == dns.RcodeNameError && srv.Fall.Through(question.Name) && !srv.ownsReverse(q) {
 		srv.Replies.Fallthrough.Inc()
 		return plugin.NextOrFailure(srv.Plugin, srv.Next, ctx, w, r)
 	}
 	return srv.write(q, res)
+}
+
+// SetOwnedRanges says which address ranges are the cluster's own: the
+// reverse name of an address in one of them that no object owns is
+// NXDOMAIN from this server, with its SOA, and never passed on by
+// fallthrough, so internal addresses do not leak upstream.
+func (srv *Server) SetOwnedRanges(ranges []netip.Prefix) { srv.owned.Store(&ranges) }
+
+// OwnedRanges are the ranges SetOwnedRanges set last.
+func (srv *Server) OwnedRanges() []netip.Prefix {
+	if p := srv.owned.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// ownsReverse tells whether q asks for the reverse name of an address in
+// an owned range.
+func (srv *Server) ownsReverse(q *Query) bool {
+	ranges := srv.owned.Load()
+	if ranges == nil || !IsReverse(srv.Zones[q.Zone]) {
+		return false
+	}
+	ip, ok := dnsname.ReverseAddr(q.Lower)
+	if !ok {
+		return false
+	}
+	for _, r := range *ranges {
+		if r.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // ZoneIndex is the index in Zones of the zone of name (the longest that

@@ -115,6 +115,9 @@ func (c *Cache) ServiceImport(ns, name string) *ServiceImport {
 // ServiceImports returns every cached import.
 func (c *Cache) ServiceImports() []*ServiceImport { return list[ServiceImport](c, ServiceImports) }
 
+// ServiceCIDRs returns every cached service range.
+func (c *Cache) ServiceCIDRs() []*ServiceCIDR { return list[ServiceCIDR](c, ServiceCIDRs) }
+
 // Pods returns every cached pod.
 func (c *Cache) Pods() []*Pod { return list[Pod](c, Pods) }
 
