@@ -30,7 +30,7 @@ func newBuilt(t *testing.T) *built {
 	m.Zones = []string{"clusterset.local.", "in-addr.arpa."}
 	src := fixture(t)
 	b := newBuilder(m, src)
-	m.Publish(b.fullBuild())
+	b.Publish()
 	return &built{t: t, m: m, b: b, src: src}
 }
 

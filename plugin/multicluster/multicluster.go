@@ -32,6 +32,14 @@ type Multicluster struct {
 
 	startupTimeout time.Duration
 	cfg            watchcache.Config
+	// clusterID is the cluster_id option: the local cluster's ID, lower
+	// case; "" to learn it from the id.k8s.io ClusterProperty.
+	clusterID string
+
+	// learnt is the ID the ClusterProperty says, without cluster_id;
+	// stopWatch ends its watch (both nil when there is none).
+	learnt    *learntID
+	stopWatch func()
 }
 
 // Name implements plugin.Handler.

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 )
 
 // informer watches one resource.
@@ -61,8 +60,7 @@ func (c *Cache) source(k Kind) source {
 		return source{cache.NewFilteredListWatchFromClient(c.core.NetworkingV1().RESTClient(), "servicecidrs", metav1.NamespaceAll, all),
 			&networkingv1.ServiceCIDR{}, toServiceCIDR}
 	default:
-		return source{cache.NewFilteredListWatchFromClient(c.mcs.MulticlusterV1alpha1().RESTClient(), "serviceimports", metav1.NamespaceAll, all),
-			&mcsv1alpha1.ServiceImport{}, toServiceImport}
+		return c.importSource()
 	}
 }
 

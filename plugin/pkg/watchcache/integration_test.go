@@ -26,7 +26,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	kubeapi.ForTest(m, kubeapi.Options{APIServerFlags: []string{
+	kubeapi.ForTest(m, kubeapi.Options{ClusterProperties: true, APIServerFlags: []string{
 		// Objects written before 1.36 may carry non-canonical addresses
 		// ("10.1.0.010"); turning strict validation off lets the test
 		// create one and show that the cache skips it.
