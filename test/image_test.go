@@ -382,10 +382,11 @@ func extractLayerFile(t *testing.T, l v1.Layer, name string) string {
 
 // freeLoopbackPort is a loopback port free for both UDP and TCP when asked,
 // never handed out twice in this process, and below the kernel's ephemeral
-// range (32768 up), so that no port-0 bind of another server can take it
-// before the process it is meant for binds it. (Parallel subtests once got
-// the same port from the kernel: the second server could not bind, and the
-// first answered its queries.)
+// range (32768 up). A port from that range can become a client's own
+// source port: a UDP query sent to it before the server binds it then
+// comes back to the client as its own reply (no QR flag, NOERROR), which
+// failed TestDeployLeastPrivilege now and then. Below the range no client
+// socket and no port-0 bind of another server can take it.
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
 	portsMu.Lock()
