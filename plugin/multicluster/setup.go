@@ -7,6 +7,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
@@ -65,7 +66,7 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 		if m.forwardZone() == "" {
 			return nil, c.Errf("zones %v: at least one forward zone (such as clusterset.local) is needed, PTR records point into it", m.Zones)
 		}
-		if err := watchcache.ShareLimits(c, pluginName, &m.cfg); err != nil {
+		if err := cacheopts.ShareLimits(c, pluginName, &m.cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -75,12 +76,12 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 func (m *Multicluster) parseOption(c *caddy.Controller) error {
 	opt := c.Val()
 	args := c.RemainingArgs()
-	if ok, err := watchcache.ParseConnectionOption(c, opt, args, &m.cfg); ok {
+	if ok, err := cacheopts.ParseConnectionOption(c, opt, args, &m.cfg); ok {
 		return err
 	}
 	switch opt {
 	case "ttl":
-		ttl, err := watchcache.ParseTTL(c, args)
+		ttl, err := cacheopts.ParseTTL(c, args)
 		if err != nil {
 			return err
 		}
@@ -88,7 +89,7 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 	case "fallthrough":
 		m.Fall.SetZonesFromArgs(args)
 	case "startup_timeout":
-		d, err := watchcache.ParseStartupTimeout(c, args)
+		d, err := cacheopts.ParseStartupTimeout(c, args)
 		if err != nil {
 			return err
 		}
