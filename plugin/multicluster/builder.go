@@ -250,7 +250,7 @@ func (b *builder) localCluster(imp *watchcache.ServiceImport) string {
 		b.warnedNoID = true
 		log.Warningf("import %s/%s asks for trafficDistribution PreferClose, but the local cluster ID is unknown "+
 			"(no cluster_id option, no %s ClusterProperty): every cluster's endpoints are answered, for it and any other such import (said once)",
-			imp.Namespace(), imp.Name(), watchcache.ClusterIDProperty)
+			imp.Namespace(), imp.Name(), "id.k8s.io")
 	}
 	return b.clusterID
 }

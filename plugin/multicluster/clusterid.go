@@ -10,6 +10,10 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
+// clusterIDProperty is the ClusterProperty (about.k8s.io) that names the
+// local cluster, for the log.
+const clusterIDProperty = "id.k8s.io"
+
 // learntID passes the cluster ID that the id.k8s.io ClusterProperty says
 // to the builder, which does not exist yet when the first value comes:
 // the watch starts before the cache, so that the first answers know it.
@@ -22,7 +26,7 @@ type learntID struct {
 // set takes a value of the property ("" when there is none).
 func (l *learntID) set(id string) {
 	if id != "" && !dnsname.IsLabel(id) {
-		log.Warningf("the %s ClusterProperty's value %q is not a DNS label: the local cluster ID stays unknown", watchcache.ClusterIDProperty, id)
+		log.Warningf("the %s ClusterProperty's value %q is not a DNS label: the local cluster ID stays unknown", clusterIDProperty, id)
 		id = ""
 	}
 	l.mu.Lock()
@@ -31,9 +35,9 @@ func (l *learntID) set(id string) {
 		return
 	}
 	if id != "" {
-		log.Infof("local cluster ID %q, from the %s ClusterProperty", id, watchcache.ClusterIDProperty)
+		log.Infof("local cluster ID %q, from the %s ClusterProperty", id, clusterIDProperty)
 	} else {
-		log.Infof("the local cluster ID is no longer known (no %s ClusterProperty)", watchcache.ClusterIDProperty)
+		log.Infof("the local cluster ID is no longer known (no %s ClusterProperty)", clusterIDProperty)
 	}
 	l.id = id
 	if l.b != nil {

@@ -61,7 +61,7 @@ func newInput(imp *watchcache.ServiceImport, slices_ []*watchcache.EndpointSlice
 		in.slicePorts[s.Name()] = ports
 	}
 	in.endpoints = slices.DeleteFunc(watchcache.ServedEndpoints(usable, false, in.conflicts()),
-		func(ep watchcache.EndpointAddr) bool { return !imp.Families.Allows(ep.Addr) })
+		func(ep watchcache.EndpointAddr) bool { return !imp.ServesFamilyOf(ep.Addr) })
 	return in
 }
 
@@ -70,7 +70,7 @@ func newInput(imp *watchcache.ServiceImport, slices_ []*watchcache.EndpointSlice
 // ipFamilies), not served.
 func (in *importInput) clusterSetIPs() {
 	for _, ip := range in.imp.IPs {
-		if in.imp.Families.Allows(ip) {
+		if in.imp.ServesFamilyOf(ip) {
 			in.ips = append(in.ips, ip)
 		} else {
 			in.problem(fmt.Sprintf("IP %s is not of the import's ipFamilies: not served", ip))

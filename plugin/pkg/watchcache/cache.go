@@ -236,8 +236,8 @@ func (c *Cache) HasSynced(kinds Kind) bool {
 	return true
 }
 
-// ErrNotSynced is returned by WaitForSync when ctx ends first.
-var ErrNotSynced = errors.New("not synced")
+// errNotSynced is returned by WaitForSync when ctx ends first.
+var errNotSynced = errors.New("not synced")
 
 // WaitForSync blocks until every resource in kinds has synced or ctx ends;
 // the error then names the resources that have not.
@@ -248,7 +248,7 @@ func (c *Cache) WaitForSync(ctx context.Context, kinds Kind) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %s (last error: %v)", ErrNotSynced, c.unsynced(kinds), c.lastError(kinds))
+			return fmt.Errorf("%w: %s (last error: %v)", errNotSynced, c.unsynced(kinds), c.lastError(kinds))
 		case <-c.syncTick():
 		}
 	}

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// ClusterIDProperty is the ClusterProperty (KEP-2149, about.k8s.io) whose
+// clusterIDProperty is the ClusterProperty (KEP-2149, about.k8s.io) whose
 // spec.value is this cluster's ID.
-const ClusterIDProperty = "id.k8s.io"
+const clusterIDProperty = "id.k8s.io"
 
 // clusterProperties is where ClusterProperties are served. There is no
 // typed client in the module's dependencies: the dynamic client reads the
@@ -113,7 +113,7 @@ func (w *ClusterIDWatcher) follow(ctx context.Context, fn func(string)) error {
 	if !w.discover(fn) {
 		return errNotServed
 	}
-	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + ClusterIDProperty}
+	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + clusterIDProperty}
 	list, err := w.res.List(ctx, byName)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", clusterProperties.GroupResource(), err)
@@ -167,10 +167,10 @@ func (w *ClusterIDWatcher) discover(fn func(string)) bool {
 	served := err == nil && hasResource(list, clusterProperties.Resource)
 	switch {
 	case !served && (w.served || !w.looked):
-		log.Infof("the API server does not serve %s: no cluster ID from the %s ClusterProperty", clusterProperties.GroupResource(), ClusterIDProperty)
+		log.Infof("the API server does not serve %s: no cluster ID from the %s ClusterProperty", clusterProperties.GroupResource(), clusterIDProperty)
 		w.set("", fn)
 	case served && !w.served:
-		log.Infof("reading the cluster ID from the %s ClusterProperty (%s)", ClusterIDProperty, clusterProperties.GroupVersion())
+		log.Infof("reading the cluster ID from the %s ClusterProperty (%s)", clusterIDProperty, clusterProperties.GroupVersion())
 	}
 	w.served, w.looked = served, true
 	return served
@@ -201,14 +201,14 @@ func (w *ClusterIDWatcher) set(id string, fn func(string)) {
 // fail logs the first of a run of failed calls; the ID known stays.
 func (w *ClusterIDWatcher) fail(err error) {
 	if !w.failing {
-		log.Warningf("cannot read the %s ClusterProperty, keeping cluster ID %q: %v", ClusterIDProperty, w.id, err)
+		log.Warningf("cannot read the %s ClusterProperty, keeping cluster ID %q: %v", clusterIDProperty, w.id, err)
 	}
 	w.failing = true
 }
 
 func (w *ClusterIDWatcher) recovered() {
 	if w.failing {
-		log.Infof("reading the %s ClusterProperty again", ClusterIDProperty)
+		log.Infof("reading the %s ClusterProperty again", clusterIDProperty)
 	}
 	w.failing = false
 }

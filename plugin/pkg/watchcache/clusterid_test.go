@@ -70,12 +70,12 @@ func TestClusterIDWatcher(t *testing.T) {
 	if got := ids.String(); got != "" {
 		t.Errorf("reported %q before the id.k8s.io property exists", got)
 	}
-	if _, err := api.Create(e.ctx, property(ClusterIDProperty, "Cluster-A"), metav1.CreateOptions{}); err != nil {
+	if _, err := api.Create(e.ctx, property(clusterIDProperty, "Cluster-A"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = api.Delete(context.Background(), ClusterIDProperty, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = api.Delete(context.Background(), clusterIDProperty, metav1.DeleteOptions{}) })
 	eventually(t, settle, "the ID reported", func() bool { return ids.String() == "cluster-a" }, ids.String)
-	prop, err := api.Get(e.ctx, ClusterIDProperty, metav1.GetOptions{})
+	prop, err := api.Get(e.ctx, clusterIDProperty, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestClusterIDWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, settle, "the change reported", func() bool { return ids.String() == "cluster-a,cluster-b" }, ids.String)
-	if err := api.Delete(e.ctx, ClusterIDProperty, metav1.DeleteOptions{}); err != nil {
+	if err := api.Delete(e.ctx, clusterIDProperty, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, settle, "the deletion reported", func() bool { return ids.String() == "cluster-a,cluster-b," }, ids.String)

@@ -36,8 +36,9 @@ type Consumer struct {
 	Kinds  Kind
 	// StartupTimeout bounds how long Start waits for the first snapshot.
 	StartupTimeout time.Duration
-	// Synced counts the instances serving a synced snapshot.
-	Synced *InstanceGauge
+	// Synced counts the instances serving a synced snapshot: Up when the
+	// first snapshot is out, and the function it returns at Stop.
+	Synced interface{ Up() (down func()) }
 	// NewBuilder makes the instance's builder over the acquired cache.
 	NewBuilder func(*Handle) Builder
 	// Published tells whether the first snapshot is out.

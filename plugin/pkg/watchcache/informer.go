@@ -162,17 +162,19 @@ func informerStarted(k Kind) {
 	liveInformers.Lock()
 	defer liveInformers.Unlock()
 	liveInformers.n[k]++
+	informers.WithLabelValues(resourceNames[k]).Set(float64(liveInformers.n[k]))
 }
 
 func informerGone(k Kind) {
 	liveInformers.Lock()
 	defer liveInformers.Unlock()
 	liveInformers.n[k]--
+	name := resourceNames[k]
+	informers.WithLabelValues(name).Set(float64(liveInformers.n[k]))
 	if liveInformers.n[k] > 0 {
 		return
 	}
 	delete(liveInformers.n, k)
-	name := resourceNames[k]
 	syncedGauge.DeleteLabelValues(name)
 	apiReachable.DeleteLabelValues(name)
 	for _, verb := range neededVerbs {

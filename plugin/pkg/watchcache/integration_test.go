@@ -644,8 +644,8 @@ func TestSync(t *testing.T) {
 	start := time.Now()
 	err = bad.WaitForSync(ctx, Services|EndpointSlices)
 	took := time.Since(start)
-	if !errors.Is(err, ErrNotSynced) || !strings.Contains(err.Error(), "services,endpointslices") {
-		t.Errorf("WaitForSync = %v, want ErrNotSynced naming services,endpointslices", err)
+	if !errors.Is(err, errNotSynced) || !strings.Contains(err.Error(), "services,endpointslices") {
+		t.Errorf("WaitForSync = %v, want errNotSynced naming services,endpointslices", err)
 	}
 	if took < wait-100*time.Millisecond || took > wait+time.Second {
 		t.Errorf("WaitForSync returned after %s, want at the %s deadline", took, wait)

@@ -172,27 +172,29 @@ type ServiceImport struct {
 	Headless bool
 	IPs      []netip.Addr
 	Ports    []Port
-	// Families are spec.ipFamilies; zero when the import does not say,
-	// and then every family is served.
-	Families IPFamilies
+	// families are spec.ipFamilies; zero when the import does not say,
+	// and then every family is served (see ServesFamilyOf).
+	families ipFamilies
 	// PreferClose is trafficDistribution PreferClose: clients should reach
 	// the endpoints of their own cluster when it has ready ones.
 	PreferClose bool
 	Changed     time.Time
 }
 
-// IPFamilies is a set of address families.
-type IPFamilies uint8
+// ipFamilies is a set of address families.
+type ipFamilies uint8
 
 // The address families.
 const (
-	IPv4 IPFamilies = 1 << iota
-	IPv6
+	familyIPv4 ipFamilies = 1 << iota
+	familyIPv6
 )
 
-// Allows tells whether a is of a family in f; an empty set allows all.
-func (f IPFamilies) Allows(a netip.Addr) bool {
-	return f == 0 || a.Is4() && f&IPv4 != 0 || a.Is6() && f&IPv6 != 0
+// ServesFamilyOf tells whether a is of one of the import's ipFamilies;
+// every family is when it names none.
+func (s *ServiceImport) ServesFamilyOf(a netip.Addr) bool {
+	f := s.families
+	return f == 0 || a.Is4() && f&familyIPv4 != 0 || a.Is6() && f&familyIPv6 != 0
 }
 
 // trafficPreferClose is the trafficDistribution value that asks for the
@@ -492,9 +494,9 @@ func newServiceImport(om *metav1.ObjectMeta, spec importSpec) *ServiceImport {
 	for _, f := range spec.families {
 		switch f {
 		case corev1.IPv4Protocol:
-			out.Families |= IPv4
+			out.families |= familyIPv4
 		case corev1.IPv6Protocol:
-			out.Families |= IPv6
+			out.families |= familyIPv6
 		}
 	}
 	return out
