@@ -140,7 +140,6 @@ func (e *mcEnv) expectAPIWatches(before, delta map[string]int) {
 	}
 }
 
-
 // TestMulticlusterProgrammingLatency changes an import of each kind and
 // checks that coredns_dns_programming_duration_seconds{plugin="multicluster"}
 // counted both kinds.
