@@ -71,9 +71,9 @@ func (s *scaleSource) set(tb testing.TB, i, endpoints int) (ns, name string) {
 		eps = append(eps, x)
 	}
 	m := &memSource{}
-	m.add(tb, svc, slice(ns, name+"-abcde", name, discoveryv1.AddressTypeIPv4, eps...))
-	s.services[ns+"/"+name] = m.services[0]
-	s.slices[ns+"/"+name] = m.slices
+	m.Add(tb, svc, slice(ns, name+"-abcde", name, discoveryv1.AddressTypeIPv4, eps...))
+	s.services[ns+"/"+name] = m.Services()[0]
+	s.slices[ns+"/"+name] = m.EndpointSlices()
 	return ns, name
 }
 

@@ -59,7 +59,7 @@ func preferClose(ns, name string) *mcsv1beta1.ServiceImport {
 // cluster-a and cluster-b, the local cluster being id.
 func newLocal(t *testing.T, id string) *built {
 	x := newBuilt(t)
-	x.src.add(t, preferClose("ns1", "near"),
+	x.src.Add(t, preferClose("ns1", "near"),
 		importedSlice("ns1", "near-a", "near", "Cluster-A", 5432, ep{addr: "10.5.0.1", host: "a0"}, ep{addr: "10.5.0.2", host: "a1"}),
 		importedSlice("ns1", "near-b", "near", "cluster-b", 5433, ep{addr: "10.5.1.1", host: "b0"}))
 	x.b.setClusterID(id)
@@ -82,7 +82,7 @@ func TestMulticlusterPreferCloseLocal(t *testing.T) {
 	x.want("db.ns1.svc.clusterset.local.", dns.TypeA, "A 10.1.0.1", "A 10.1.0.2", "A 10.2.0.1")
 
 	// No ready endpoint left in the local cluster: every cluster's.
-	x.src.add(t, importedSlice("ns1", "near-a", "near", "cluster-a", 5432, ep{addr: "10.5.0.1", host: "a0", unready: true}))
+	x.src.Add(t, importedSlice("ns1", "near-a", "near", "cluster-a", 5432, ep{addr: "10.5.0.1", host: "a0", unready: true}))
 	x.event(sliceEvent("ns1", "", "near"))
 	x.want(near, dns.TypeA, "A 10.5.1.1")
 	x.want("_pg._tcp."+near, dns.TypeSRV, "SRV 0 100 5433 b0.cluster-b."+near)
@@ -112,7 +112,7 @@ func TestMulticlusterPreferCloseNoID(t *testing.T) {
 	golog.SetOutput(&buf)
 	t.Cleanup(func() { golog.SetOutput(os.Stderr) })
 	x := newLocal(t, "")
-	x.src.add(t, preferClose("ns1", "near2"), importedSlice("ns1", "near2-a", "near2", "cluster-a", 5432, ep{addr: "10.5.2.1"}))
+	x.src.Add(t, preferClose("ns1", "near2"), importedSlice("ns1", "near2-a", "near2", "cluster-a", 5432, ep{addr: "10.5.2.1"}))
 	x.event(importEvent("ns1", "near2"), importEvent("ns1", "near"))
 	x.want(near, dns.TypeA, "A 10.5.0.1", "A 10.5.0.2", "A 10.5.1.1")
 	if n := strings.Count(buf.String(), "PreferClose"); n != 1 {
@@ -128,7 +128,7 @@ func TestMulticlusterIPFamilies(t *testing.T) {
 	v4.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
 	v6 := headlessImport("ns1", "fam6", port("pg", corev1.ProtocolTCP, 5432))
 	v6.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
-	x.src.add(t, v4, v6,
+	x.src.Add(t, v4, v6,
 		importedSlice("ns1", "fam6-a", "fam6", "cluster-a", 5432, ep{addr: "10.6.0.1", host: "p"}),
 		importedSlice("ns1", "fam6-a-v6", "fam6", "cluster-a", 5432, ep{addr: "fd00:6::1", host: "p"}))
 	x.event(importEvent("ns1", "fam"), importEvent("ns1", "fam6"))
