@@ -156,7 +156,7 @@ func TestMulticlusterProgrammingLatency(t *testing.T) {
 	expect(t, s, "udp", mcSvc("pods", ns), dns.TypeA, answer(rrLine(mcSvc("pods", ns), "A", "10.246.9.10")), settleTimeout)
 
 	after := programmingCounts(t, "multicluster")
-	for _, kind := range []watchcache.ServiceKind{watchcache.KindClusterSetIP, watchcache.KindMulticlusterHeadless} {
+	for _, kind := range []watchcache.ServiceKind{watchcache.ClusterSetIP, watchcache.MulticlusterHeadless} {
 		if after[string(kind)] <= before[string(kind)] {
 			t.Errorf("programming latency for %s: %d observations before, %d after", kind, before[string(kind)], after[string(kind)])
 		}

@@ -175,7 +175,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 // start connects to the shared cache (see dnszone.Server.Start).
 func (k *Kubeschema) start() error {
 	h, err := k.Start(watchcache.Consumer{
-		Config: k.cfg, Kinds: k.kinds(), StartupTimeout: k.opts.startupTimeout,
+		Config: k.cfg, Resources: k.resources(), StartupTimeout: k.opts.startupTimeout,
 		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(k, h) },
 	}, metrics)
 	if err != nil {

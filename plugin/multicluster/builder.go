@@ -11,10 +11,10 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
-// source is what the builder reads of the cache; *watchcache.Handle
+// cacheReader is what the builder reads of the cache; *watchcache.Handle
 // implements it. The local half (Services and their slices) tells which
 // addresses this cluster already names.
-type source interface {
+type cacheReader interface {
 	ServiceImports() []*watchcache.ServiceImport
 	ServiceImport(ns, name string) *watchcache.ServiceImport
 	SlicesForImport(ns, name string) []*watchcache.EndpointSlice
@@ -30,7 +30,7 @@ type source interface {
 // never waits.
 type builder struct {
 	m     *Multicluster
-	cache source
+	cache cacheReader
 
 	mu sync.Mutex
 	// dirty imports by "<ns>/<name>", with the oldest change (latency is
@@ -58,7 +58,7 @@ type builder struct {
 	problems map[string][]string
 }
 
-func newBuilder(m *Multicluster, c source) *builder {
+func newBuilder(m *Multicluster, c cacheReader) *builder {
 	return &builder{m: m, cache: c, dirty: map[string]watchcache.Event{}, dirtyLocal: map[string]bool{},
 		ptrs: newPtrIndex(), problems: map[string][]string{}}
 }
@@ -66,7 +66,7 @@ func newBuilder(m *Multicluster, c source) *builder {
 // Mark records a cache event (watchcache.Builder): quick, never blocks.
 func (b *builder) Mark(ev watchcache.Event) bool {
 	b.mu.Lock()
-	switch ev.Kind {
+	switch ev.Resource {
 	case watchcache.ServiceImports, watchcache.EndpointSlices, watchcache.Services:
 	default:
 		b.mu.Unlock()
@@ -78,8 +78,8 @@ func (b *builder) Mark(ev watchcache.Event) bool {
 			b.dirty[key] = ev
 		}
 	}
-	if ev.Kind != watchcache.ServiceImports && ev.Name != "" {
-		b.dirtyLocal[ev.Namespace+"/"+ev.Name] = true
+	if ev.Resource != watchcache.ServiceImports && ev.Service != "" {
+		b.dirtyLocal[ev.Namespace+"/"+ev.Service] = true
 	}
 	b.mu.Unlock()
 	return true
@@ -110,7 +110,7 @@ func (b *builder) setClusterID(id string) {
 	b.mu.Lock()
 	for _, imp := range b.cache.ServiceImports() {
 		if imp.Headless && imp.PreferClose {
-			ev := watchcache.Event{Kind: watchcache.ServiceImports, Namespace: imp.Namespace(), Name: imp.Name(), Import: imp.Name(), Changed: time.Now()}
+			ev := watchcache.Event{Resource: watchcache.ServiceImports, Namespace: imp.Namespace(), Import: imp.Name(), Changed: time.Now()}
 			if _, ok := b.dirty[imp.Key()]; !ok {
 				b.dirty[imp.Key()] = ev
 			}
@@ -204,16 +204,16 @@ func (b *builder) kindOf(old *dnszone.Snapshot, ev watchcache.Event) watchcache.
 		return importKind(imp)
 	}
 	if svc := old.Service(ev.Import + "." + ev.Namespace); svc != nil && svc.Kind() == dnszone.Headless {
-		return watchcache.KindMulticlusterHeadless
+		return watchcache.MulticlusterHeadless
 	}
-	return watchcache.KindClusterSetIP
+	return watchcache.ClusterSetIP
 }
 
 func importKind(imp *watchcache.ServiceImport) watchcache.ServiceKind {
 	if imp.Headless {
-		return watchcache.KindMulticlusterHeadless
+		return watchcache.MulticlusterHeadless
 	}
-	return watchcache.KindClusterSetIP
+	return watchcache.ClusterSetIP
 }
 
 // put adds imp's facts (if it has a name) to e and its PTR candidates to
@@ -315,7 +315,7 @@ func (x *ptrIndex) drop(imp string) []netip.Addr {
 
 // reclaim looks at a local service again and returns the candidate
 // addresses whose claim changed: those it took and those it gave up.
-func (x *ptrIndex) reclaim(c source, key string) []netip.Addr {
+func (x *ptrIndex) reclaim(c cacheReader, key string) []netip.Addr {
 	return slices.DeleteFunc(x.local.reread(c, key), func(ip netip.Addr) bool {
 		_, ok := x.candidates[ip]
 		return !ok

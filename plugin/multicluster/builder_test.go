@@ -64,15 +64,15 @@ func (x *built) expect(name string, qtype uint16, rcode int, first string) {
 }
 
 func svcEvent(ns, name string) watchcache.Event {
-	return watchcache.Event{Kind: watchcache.Services, Namespace: ns, Name: name}
+	return watchcache.Event{Resource: watchcache.Services, Namespace: ns, Service: name}
 }
 
 func importEvent(ns, name string) watchcache.Event {
-	return watchcache.Event{Kind: watchcache.ServiceImports, Namespace: ns, Name: name, Import: name}
+	return watchcache.Event{Resource: watchcache.ServiceImports, Namespace: ns, Service: name, Import: name}
 }
 
 func sliceEvent(ns, svc, imp string) watchcache.Event {
-	return watchcache.Event{Kind: watchcache.EndpointSlices, Namespace: ns, Name: svc, Import: imp}
+	return watchcache.Event{Resource: watchcache.EndpointSlices, Namespace: ns, Service: svc, Import: imp}
 }
 
 // TestMulticlusterLocalNamesWin follows the PTR record of imported addresses as this
@@ -115,7 +115,7 @@ func TestMulticlusterLocalNamesWin(t *testing.T) {
 // kind is observed.
 func TestMulticlusterImportChanges(t *testing.T) {
 	x := newBuilt(t)
-	setBefore, headlessBefore := sampleCount(watchcache.KindClusterSetIP), sampleCount(watchcache.KindMulticlusterHeadless)
+	setBefore, headlessBefore := sampleCount(watchcache.ClusterSetIP), sampleCount(watchcache.MulticlusterHeadless)
 	serial := x.m.Snapshot().Serial()
 
 	x.src.Add(t, clusterSetIP("ns1", "web", []string{"10.42.0.30"}, port("http", corev1.ProtocolTCP, 80)))
@@ -138,7 +138,7 @@ func TestMulticlusterImportChanges(t *testing.T) {
 	x.expect("1.0.1.10.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, "")
 	x.expect("ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, "")
 
-	if sampleCount(watchcache.KindClusterSetIP) <= setBefore || sampleCount(watchcache.KindMulticlusterHeadless) < headlessBefore+2 {
+	if sampleCount(watchcache.ClusterSetIP) <= setBefore || sampleCount(watchcache.MulticlusterHeadless) < headlessBefore+2 {
 		t.Errorf("programming latency not observed for both kinds")
 	}
 }

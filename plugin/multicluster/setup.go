@@ -120,7 +120,7 @@ func (m *Multicluster) start() error {
 		}
 	}
 	_, err := m.Start(watchcache.Consumer{
-		Config: m.cfg, Kinds: kinds, StartupTimeout: m.startupTimeout,
+		Config: m.cfg, Resources: watched, StartupTimeout: m.startupTimeout,
 		NewBuilder: func(h *watchcache.Handle) watchcache.Builder {
 			b := newBuilder(m, h)
 			b.clusterID = m.clusterID

@@ -34,7 +34,7 @@ type importVersion struct {
 // importSource lists and watches ServiceImports in the version discovery
 // finds. The informer is given no example object: its objects are of
 // either version's type, and the transform converts both.
-func (c *Cache) importSource() source {
+func (c *Cache) importSource() listing {
 	v := &importVersion{mcs: c.mcs, disco: c.mcs.Discovery()}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -47,7 +47,7 @@ func (c *Cache) importSource() source {
 			return v.listWatch(fresh).WatchWithContext(ctx, o)
 		},
 	}
-	return source{lw: lw, transform: toServiceImport}
+	return listing{lw: lw, transform: toServiceImport}
 }
 
 // listWatch returns the list-watch of the version to use; fresh asks

@@ -18,7 +18,7 @@ import (
 
 // informer watches one resource.
 type informer struct {
-	kind       Kind
+	kind       Resources
 	store      cache.Store
 	idx        *indexes
 	controller cache.Controller
@@ -33,31 +33,31 @@ type informer struct {
 	absent bool
 }
 
-// source is how one resource is listed and converted.
-type source struct {
+// listing is how one resource is listed and converted.
+type listing struct {
 	lw        *cache.ListWatch
 	example   runtime.Object
 	transform cache.TransformFunc
 }
 
-func (c *Cache) source(k Kind) source {
+func (c *Cache) listingOf(k Resources) listing {
 	sel := func(o *metav1.ListOptions) { o.LabelSelector = c.cfg.LabelSelector }
 	all := func(*metav1.ListOptions) {}
 	switch k {
 	case Services:
-		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "services", metav1.NamespaceAll, sel),
+		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "services", metav1.NamespaceAll, sel),
 			&corev1.Service{}, toService}
 	case EndpointSlices:
-		return source{cache.NewFilteredListWatchFromClient(c.core.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, sel),
+		return listing{cache.NewFilteredListWatchFromClient(c.core.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, sel),
 			&discoveryv1.EndpointSlice{}, sliceTransform(c.cfg.EndpointPodNames)}
 	case Namespaces:
-		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
+		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
 			&corev1.Namespace{}, toNamespace}
 	case Pods:
-		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, all),
+		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, all),
 			&corev1.Pod{}, toPod}
 	case ServiceCIDRs:
-		return source{cache.NewFilteredListWatchFromClient(c.core.NetworkingV1().RESTClient(), "servicecidrs", metav1.NamespaceAll, all),
+		return listing{cache.NewFilteredListWatchFromClient(c.core.NetworkingV1().RESTClient(), "servicecidrs", metav1.NamespaceAll, all),
 			&networkingv1.ServiceCIDR{}, toServiceCIDR}
 	default:
 		return c.importSource()
@@ -93,8 +93,8 @@ func emptyListWatch() *cache.ListWatch {
 	}
 }
 
-func (c *Cache) newInformer(k Kind) *informer {
-	src := c.source(k)
+func (c *Cache) newInformer(k Resources) *informer {
+	src := c.listingOf(k)
 	// ServiceCIDRs are optional: an API server that does not serve them
 	// (before Kubernetes 1.33, or with the API turned off) has none.
 	absent := k == ServiceCIDRs && !c.serves(networkingv1.SchemeGroupVersion.String(), resourceNames[k])
@@ -155,17 +155,17 @@ func (inf *informer) stop() {
 // behind to keep an alert firing.
 var liveInformers = struct {
 	sync.Mutex
-	n map[Kind]int
-}{n: map[Kind]int{}}
+	n map[Resources]int
+}{n: map[Resources]int{}}
 
-func informerStarted(k Kind) {
+func informerStarted(k Resources) {
 	liveInformers.Lock()
 	defer liveInformers.Unlock()
 	liveInformers.n[k]++
 	informers.WithLabelValues(resourceNames[k]).Set(float64(liveInformers.n[k]))
 }
 
-func informerGone(k Kind) {
+func informerGone(k Resources) {
 	liveInformers.Lock()
 	defer liveInformers.Unlock()
 	liveInformers.n[k]--
@@ -198,7 +198,7 @@ func (c *Cache) syncTick() <-chan time.Time { return time.After(50 * time.Millis
 // connState follows whether list and watch calls reach the API server, so
 // an outage and the recovery are each logged once, and exported.
 type connState struct {
-	kind Kind
+	kind Resources
 	mu   sync.Mutex
 	down bool
 	err  error
@@ -216,7 +216,7 @@ type connState struct {
 	recheck           func()
 }
 
-func newConnState(k Kind) *connState {
+func newConnState(k Resources) *connState {
 	apiReachable.WithLabelValues(resourceNames[k]).Set(1)
 	for _, verb := range neededVerbs {
 		permissionDenied.WithLabelValues(resourceNames[k], verb).Set(0)

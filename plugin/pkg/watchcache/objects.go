@@ -37,14 +37,14 @@ const (
 // label of the programming latency histogram.
 type ServiceKind string
 
-// The service kinds.
+// The service resources.
 const (
-	KindClusterIP               ServiceKind = "cluster_ip"
-	KindHeadlessWithSelector    ServiceKind = "headless_with_selector"
-	KindHeadlessWithoutSelector ServiceKind = "headless_without_selector"
-	KindExternalName            ServiceKind = "external_name"
-	KindClusterSetIP            ServiceKind = "clusterset_ip"
-	KindMulticlusterHeadless    ServiceKind = "multicluster_headless"
+	ClusterIP               ServiceKind = "cluster_ip"
+	HeadlessWithSelector    ServiceKind = "headless_with_selector"
+	HeadlessWithoutSelector ServiceKind = "headless_without_selector"
+	ExternalName            ServiceKind = "external_name"
+	ClusterSetIP            ServiceKind = "clusterset_ip"
+	MulticlusterHeadless    ServiceKind = "multicluster_headless"
 )
 
 // Port is a service or slice port. Protocol is lower case ("tcp", "udp",
@@ -244,7 +244,7 @@ func toService(obj any) (any, error) {
 		Changed:         changeTime(&s.ObjectMeta),
 	}
 	out.Kind = serviceKind(s)
-	if out.Kind == KindClusterIP {
+	if out.Kind == ClusterIP {
 		out.ClusterIPs = parseAddrs(s.Spec.ClusterIPs, s.Spec.ClusterIP)
 	}
 	for _, p := range s.Spec.Ports {
@@ -285,13 +285,13 @@ func externalIPs(s *corev1.Service) []netip.Addr {
 func serviceKind(s *corev1.Service) ServiceKind {
 	switch {
 	case s.Spec.Type == corev1.ServiceTypeExternalName:
-		return KindExternalName
+		return ExternalName
 	case s.Spec.ClusterIP != corev1.ClusterIPNone && s.Spec.ClusterIP != "":
-		return KindClusterIP
+		return ClusterIP
 	case len(s.Spec.Selector) > 0:
-		return KindHeadlessWithSelector
+		return HeadlessWithSelector
 	default:
-		return KindHeadlessWithoutSelector
+		return HeadlessWithoutSelector
 	}
 }
 
