@@ -65,7 +65,7 @@ func (e *mcEnv) namespace(prefix string) string {
 	return ns
 }
 
-// mcCorefile is the issue's Corefile: kubeschema and multicluster in one
+// mcCorefile is the recommended Corefile: kubeschema and multicluster in one
 // server block, both serving the reverse zones, kubeschema falling through
 // for addresses it does not own; transfers allowed.
 const mcCorefile = `.:0 {

@@ -10,7 +10,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
-// parityCorefile is the Corefile of the parity issue, as an operator
+// parityCorefile is a Corefile with every option shared with stock, as an operator
 // writes it: k8s_external unchanged beside kubeschema, kubeschema with
 // zonal names, client limits and reverse_cidrs, multicluster with its
 // cluster ID, forward behind them. Only what puts it on loopback and on
@@ -38,7 +38,7 @@ const parityCorefile = `.:0 {
 }
 `
 
-// TestParityCorefile starts the issue's Corefile and checks one answer of
+// TestParityCorefile starts parityCorefile and checks one answer of
 // each of its parts, exactly: k8s_external's external IPs and apex, a
 // zonal name, a free service address kept at home, an address outside the
 // ranges passed on upstream, a service and the PreferClose import of
