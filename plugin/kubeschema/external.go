@@ -42,11 +42,15 @@ type externalName struct {
 }
 
 // parseExternalName splits name (lower case) below zone; false for a name
-// with more labels than any of the forms.
+// not below the zone, with an empty label, or with more labels than any of
+// the forms.
 func parseExternalName(name, zone string) (externalName, bool) {
-	base, _ := dnsutil.TrimZone(name, zone)
+	base, err := dnsutil.TrimZone(name, zone)
 	labels := dns.SplitDomainName(base)
 	var n externalName
+	if err != nil || slices.Contains(labels, "") {
+		return n, false // not below the zone, or an empty label: no such name
+	}
 	switch len(labels) {
 	case 4:
 		n.port, n.proto = strings.TrimPrefix(labels[0], "_"), strings.TrimPrefix(labels[1], "_")

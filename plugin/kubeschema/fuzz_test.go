@@ -56,3 +56,27 @@ func FuzzServeDNS(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseExternalName: any name below the external zone splits without
+// panicking, into pieces of the name, and only names of one to four
+// labels split at all.
+func FuzzParseExternalName(f *testing.F) {
+	for _, s := range []string{"web.ns1.example.org.", "_http._tcp.web.ns1.example.org.", "pet-0.db.ns1.example.org.", "ns1.example.org.",
+		"example.org.", "a.b.c.d.e.example.org.", "x\\.y.ns1.example.org.", "..example.org.", "web.ns1.other.org."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		n, ok := parseExternalName(strings.ToLower(name), "example.org.")
+		if !ok {
+			return
+		}
+		for _, piece := range []string{n.namespace, n.service, n.endpoint, n.port, n.proto} {
+			if !strings.Contains(strings.ToLower(name), piece) {
+				t.Fatalf("parseExternalName(%q) = %+v: %q is not part of the name", name, n, piece)
+			}
+		}
+		if n.service == "" && (n.endpoint != "" || n.port != "") {
+			t.Fatalf("parseExternalName(%q) = %+v: an endpoint or port without a service", name, n)
+		}
+	})
+}
