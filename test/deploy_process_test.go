@@ -132,7 +132,9 @@ func (p *coreDNSProcess) expectAnswer(t *testing.T, name string, rcode int, want
 		m.SetQuestion(name, dns.TypeA)
 		var err error
 		r, _, err = (&dns.Client{Timeout: time.Second}).Exchange(m, p.dnsAddr)
-		return err == nil
+		// A message without the QR flag is no reply: the query itself,
+		// come back before the server bound its port.
+		return err == nil && r.Response
 	})
 	if r.Rcode != rcode {
 		t.Fatalf("%s: rcode %s, want %s\n%s", name, dns.RcodeToString[r.Rcode], dns.RcodeToString[rcode], r)
