@@ -3,6 +3,7 @@ package watchcache
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"time"
 
@@ -211,6 +212,12 @@ func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			w, err := lw.WatchWithContext(ctx, o)
+			if err == nil && isEmptyWatch(w) {
+				// Reported as the failure it is; client-go gets the empty
+				// watch back and tries again, as with any ended watch.
+				s.report("watch", errEmptyWatch)
+				return w, nil
+			}
 			if err == nil && o.SendInitialEvents != nil && *o.SendInitialEvents {
 				listed(o.ResourceVersion)
 			}
@@ -219,6 +226,20 @@ func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 		},
 	}
 }
+
+// errEmptyWatch stands for the error client-go swallows when a watch
+// request keeps failing with a dropped connection or a timeout (EOF, reset,
+// as through a proxy or load balancer whose backend is down): after its
+// retries it returns an empty watch and no error. Without this the outage
+// would show neither in api_reachable nor in errors_total; the soak's
+// API server outage behind a TCP proxy found it.
+var errEmptyWatch = errors.New("watch: the API server was not reached (connection closed or timed out on every retry)")
+
+// emptyWatchType is the type of watch.NewEmptyWatch's result, which is
+// unexported.
+var emptyWatchType = reflect.TypeOf(watch.NewEmptyWatch())
+
+func isEmptyWatch(w watch.Interface) bool { return reflect.TypeOf(w) == emptyWatchType }
 
 func listRV(obj runtime.Object) string {
 	if l, ok := obj.(metav1.ListInterface); ok {
