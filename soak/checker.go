@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // checkersPerServer are the checker's goroutines per server, each with its
@@ -66,13 +68,13 @@ func startCheck(ctx context.Context, servers []*server, names []*tracked, rate i
 
 func (ch *checker) run(ctx context.Context, rate int) {
 	tokens := make(chan struct{}, checkersPerServer)
-	go pace(ctx, tokens, rate)
+	go dnsload.Pace(ctx, tokens, rate)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range checkersPerServer {
 		wg.Go(func() {
-			q := newQuerier(ch.s.addr())
-			defer q.close()
+			q := dnsload.NewQuerier(ch.s.addr())
+			defer q.Close()
 			for {
 				select {
 				case <-ctx.Done():
@@ -81,7 +83,7 @@ func (ch *checker) run(ctx context.Context, rate int) {
 				}
 				t := ch.names[int(next.Add(1)-1)%len(ch.names)]
 				sent := time.Now()
-				r, err := q.ask(t.qname, t.qtype)
+				r, _, err := q.Ask(t.qname, t.qtype)
 				if ctx.Err() != nil { // the answer may be cut short by the end
 					return
 				}
@@ -129,15 +131,15 @@ func stale(ctx context.Context, s *server, names []*tracked) []*tracked {
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
-			q := newQuerier(s.addr())
-			defer q.close()
+			q := dnsload.NewQuerier(s.addr())
+			defer q.Close()
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= len(names) {
 					return
 				}
 				t := names[i]
-				r, err := q.ask(t.qname, t.qtype)
+				r, _, err := q.Ask(t.qname, t.qtype)
 				if err == nil {
 					if v, _ := t.judge(s.key, r, time.Now(), true); v == matches {
 						continue
@@ -164,56 +166,4 @@ func settle(ctx context.Context, s *server, names []*tracked, within time.Durati
 		}
 	}
 	return time.Since(start), len(pending)
-}
-
-// querier asks questions over one UDP socket and, when the answer is
-// truncated, again over one TCP connection; each is opened again after an
-// error (a late answer would otherwise be read as the next one's).
-type querier struct {
-	addr             string
-	udp, tcp         *dns.Client
-	udpConn, tcpConn *dns.Conn
-}
-
-func newQuerier(addr string) *querier {
-	return &querier{addr: addr, udp: &dns.Client{Net: "udp", Timeout: time.Second}, tcp: &dns.Client{Net: "tcp", Timeout: 2 * time.Second}}
-}
-
-func (q *querier) ask(name string, qtype uint16) (*dns.Msg, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	m.SetEdns0(4096, false)
-	r, err := exchangeOn(q.udp, &q.udpConn, q.addr, m)
-	if err != nil || !r.Truncated {
-		return r, err
-	}
-	return exchangeOn(q.tcp, &q.tcpConn, q.addr, m)
-}
-
-// exchangeOn sends m over *conn, dialling it first when nil, and closes it
-// after an error.
-func exchangeOn(c *dns.Client, conn **dns.Conn, addr string, m *dns.Msg) (*dns.Msg, error) {
-	if *conn == nil {
-		var err error
-		if *conn, err = c.Dial(addr); err != nil {
-			*conn = nil
-			return nil, fmt.Errorf("dial %s: %w", addr, err)
-		}
-	}
-	m.Id = dns.Id()
-	r, _, err := c.ExchangeWithConn(m, *conn)
-	if err != nil {
-		(*conn).Close()
-		*conn = nil
-	}
-	return r, err
-}
-
-func (q *querier) close() {
-	for _, c := range []**dns.Conn{&q.udpConn, &q.tcpConn} {
-		if *c != nil {
-			(*c).Close()
-			*c = nil
-		}
-	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // The churn: client-go writers rewrite EndpointSlices and Services as fast
@@ -38,6 +40,7 @@ type churnResult struct {
 	Latency                               map[string]quantiles // write sent → first answer showing it, ms
 	WriteRTT                              quantiles            // write sent → API server's reply, ms
 	SteadyRSS, PeakRSS                    map[string]int64
+	CPU                                   map[string]float64 // seconds used while the writers ran, by process and for the machine
 }
 
 // quantiles summarise durations in milliseconds.
@@ -84,6 +87,7 @@ func runChurn(ctx context.Context, e *env) (*churnResult, error) {
 	stopCheck := startCheck(ctx, e.servers, e.fix.services, cfg.checkRate, false)
 	writing, stopWriting := context.WithTimeout(ctx, cfg.churnDuration)
 	defer stopWriting()
+	meter := newCPUMeter(e)
 	start := time.Now()
 	var wg sync.WaitGroup
 	var lat latencies
@@ -93,6 +97,7 @@ func runChurn(ctx context.Context, e *env) (*churnResult, error) {
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()
+	res.CPU = meter.since()
 	stopped := time.Now()
 	for _, t := range e.fix.services {
 		t.settleHere()
@@ -152,7 +157,7 @@ func (l *latencies) probe(ctx context.Context, w *writer, cs kubernetes.Interfac
 	r := rand.New(rand.NewPCG(uint64(len(t.name)), 7))
 	for ctx.Err() == nil {
 		send := w.plan(t, r)
-		h := valueHash(t.value())
+		h := dnsload.SetHash(t.value())
 		sent := time.Now()
 		var wg sync.WaitGroup
 		for _, s := range servers {
@@ -176,12 +181,12 @@ func (l *latencies) probe(ctx context.Context, w *writer, cs kubernetes.Interfac
 // waitValue asks s for t every 2 ms until its answer has the value hash h,
 // and returns the time since sent; latencyTimeout at most.
 func waitValue(s *server, t *tracked, h uint64, sent time.Time) time.Duration {
-	q := newQuerier(s.addr())
-	defer q.close()
+	q := dnsload.NewQuerier(s.addr())
+	defer q.Close()
 	for time.Since(sent) < latencyTimeout {
-		r, err := q.ask(t.qname, t.qtype)
+		r, _, err := q.Ask(t.qname, t.qtype)
 		if err == nil {
-			if v, ok := answerValue(r); ok && valueHash(v) == h {
+			if v, ok := answerValue(r); ok && dnsload.SetHash(v) == h {
 				return time.Since(sent)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/schemadns/schemadns/test/dnsload"
 	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
@@ -210,7 +211,7 @@ func endpointSlice(ns, name, svc string, addrs []uint32, hosts []string) *discov
 		Ports:       []discoveryv1.EndpointPort{{Name: &pname, Protocol: &proto, Port: &port}},
 	}
 	for j, a := range addrs {
-		e := discoveryv1.Endpoint{Addresses: []string{numAddr(a)}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}
+		e := discoveryv1.Endpoint{Addresses: []string{dnsload.NumAddr(a)}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}
 		if hosts != nil {
 			e.Hostname = &hosts[j]
 		}

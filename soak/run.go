@@ -12,6 +12,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/test/dnsload"
 	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
@@ -136,10 +137,10 @@ func (e *env) waitSynced(ctx context.Context, s *server) error {
 	for _, t := range []*tracked{last, lastHL} {
 		q := new(dns.Msg)
 		q.SetQuestion(t.qname, t.qtype)
-		want := valueHash(t.value())
+		want := dnsload.SetHash(t.value())
 		err := s.waitAnswer(ctx, 5*time.Minute, q, func(r *dns.Msg) bool {
 			v, ok := answerValue(r)
-			return ok && valueHash(v) == want
+			return ok && dnsload.SetHash(v) == want
 		})
 		if err != nil {
 			return err

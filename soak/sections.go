@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -134,6 +135,38 @@ func (r *report) churn() {
 	})
 	row("RSS before → peak during the churn", func(k string) string { return mib(c.SteadyRSS[k]) + " → " + mib(c.PeakRSS[k]) })
 	r.examples(c.Check)
+	r.p("")
+	r.cpu(c)
+}
+
+// cpu says where the machine's CPU time went while the writers ran: the
+// write rate is bounded by the API server's share of two cores.
+func (r *report) cpu(c *churnResult) {
+	if len(c.CPU) == 0 {
+		return
+	}
+	capacity := c.Seconds * float64(runtime.NumCPU())
+	var names []string
+	listed := 0.0
+	for k, v := range c.CPU {
+		if k != machineKey {
+			names = append(names, k)
+			listed += v
+		}
+	}
+	slices.Sort(names)
+	r.p("Where the CPU went while the writers ran (%.0f s × %d CPUs = %.0f CPU-seconds):", c.Seconds, runtime.NumCPU(), capacity)
+	r.p("")
+	r.p("| process | CPU-seconds | share of the machine | per 1,000 writes |")
+	r.p("|---|---|---|---|")
+	writes := c.Rate * c.Seconds / 1000
+	for _, k := range names {
+		r.p("| %s | %.1f | %.0f%% | %.2f s |", k, c.CPU[k], 100*c.CPU[k]/capacity, c.CPU[k]/writes)
+	}
+	if busy, ok := c.CPU[machineKey]; ok {
+		r.p("| everything else on the machine (other sessions, the kernel) | %.1f | %.0f%% | |", busy-listed, 100*(busy-listed)/capacity)
+		r.p("| idle | %.1f | %.0f%% | |", capacity-busy, 100*(capacity-busy)/capacity)
+	}
 	r.p("")
 }
 

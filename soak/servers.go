@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +15,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/test/dnsload"
+	"github.com/schemadns/schemadns/test/procstat"
 )
 
 // server is one running bin/coredns: ours (kubeschema, multicluster and
@@ -86,7 +88,7 @@ func stockCorefile(kc string, s *server) string {
 
 // startServer writes the server's Corefile into work and starts it.
 func startServer(cfg *config, work, key, kubeconfig string) (*server, error) {
-	ports, err := freePorts(5)
+	ports, err := dnsload.FreePorts(5)
 	if err != nil {
 		return nil, err
 	}
@@ -113,32 +115,6 @@ func startServer(cfg *config, work, key, kubeconfig string) (*server, error) {
 	}
 	go func() { s.cmd.Wait(); close(s.exited) }()
 	return s, nil
-}
-
-// freePorts returns n distinct loopback ports free for both TCP and UDP.
-func freePorts(n int) ([]int, error) {
-	var out []int
-	var held []io.Closer
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	for len(out) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		held = append(held, l)
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		held = append(held, u)
-		out = append(out, port)
-	}
-	return out, nil
 }
 
 func (s *server) pid() int       { return s.cmd.Process.Pid }
@@ -252,29 +228,8 @@ func (s *server) panics() int {
 }
 
 // rss is VmRSS and VmHWM of the server, in bytes.
-func (s *server) rss() (cur, peak int64, err error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.pid()))
-	if err != nil {
-		return 0, 0, fmt.Errorf("memory of %s: %w", s, err)
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(fields[1], 10, 64)
-		switch fields[0] {
-		case "VmRSS:":
-			cur = kb * 1024
-		case "VmHWM:":
-			peak = kb * 1024
-		}
-	}
-	return cur, peak, nil
-}
+func (s *server) rss() (cur, peak int64, err error) { return procstat.RSS(s.pid()) }
 
-// resetPeak sets the server's VmHWM back to its current RSS (writing 5 to
-// /proc/PID/clear_refs), so that VmHWM read later is the peak since now.
-func (s *server) resetPeak() error {
-	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", s.pid()), []byte("5"), 0)
-}
+// resetPeak sets the server's VmHWM back to its current RSS, so that
+// VmHWM read later is the peak since now.
+func (s *server) resetPeak() error { return procstat.ResetPeak(s.pid()) }

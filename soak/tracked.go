@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"net/netip"
 	"slices"
 	"sync"
@@ -12,6 +10,8 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // tracked is one service the soak rewrites and checks: a headless service
@@ -57,17 +57,17 @@ func newTracked(i int, headless bool, endpoints int) *tracked {
 		t.name = fmt.Sprintf("hl-%05d", i)
 		t.qname, t.qtype = t.name+"."+t.ns+".svc.cluster.local.", dns.TypeA
 		for j := range endpoints {
-			t.addrs = append(t.addrs, addrNum(nth(endpointBase, uint32(i*endpoints+j))))
+			t.addrs = append(t.addrs, dnsload.AddrNum(nth(endpointBase, uint32(i*endpoints+j))))
 			t.hosts = append(t.hosts, fmt.Sprintf("%s-%d", t.name, j))
 		}
 	} else {
 		t.name = fmt.Sprintf("svc-%05d", i)
 		t.qname, t.qtype = "_http._tcp."+t.name+"."+t.ns+".svc.cluster.local.", dns.TypeSRV
 		for j := range endpoints {
-			t.addrs = append(t.addrs, addrNum(nth(endpointBase, uint32(i*endpoints+j))))
+			t.addrs = append(t.addrs, dnsload.AddrNum(nth(endpointBase, uint32(i*endpoints+j))))
 		}
 	}
-	t.states[valueHash(t.value())] = []int{0}
+	t.states[dnsload.SetHash(t.value())] = []int{0}
 	return t
 }
 
@@ -96,7 +96,7 @@ func (t *tracked) slice() *discoveryv1.EndpointSlice {
 // register records the state about to be written as write seq.
 func (t *tracked) register() int {
 	t.seq++
-	h := valueHash(t.value())
+	h := dnsload.SetHash(t.value())
 	t.mu.Lock()
 	t.states[h] = append(t.states[h], t.seq)
 	t.mu.Unlock()
@@ -136,7 +136,7 @@ func (t *tracked) judge(server string, r *dns.Msg, sent time.Time, settled bool)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	cands := t.states[valueHash(v)]
+	cands := t.states[dnsload.SetHash(v)]
 	if len(cands) == 0 {
 		return torn, fmt.Sprintf("%d values, a state never written", len(v))
 	}
@@ -178,32 +178,11 @@ func answerValue(r *dns.Msg) ([]uint32, bool) {
 		switch rr := rr.(type) {
 		case *dns.A:
 			if ip, ok := netip.AddrFromSlice(rr.A.To4()); ok {
-				v = append(v, addrNum(ip))
+				v = append(v, dnsload.AddrNum(ip))
 			}
 		case *dns.SRV:
 			v = append(v, uint32(rr.Port))
 		}
 	}
 	return v, true
-}
-
-func addrNum(a netip.Addr) uint32 { b := a.As4(); return binary.BigEndian.Uint32(b[:]) }
-
-func numAddr(v uint32) string {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], v)
-	return netip.AddrFrom4(b).String()
-}
-
-// valueHash identifies a value whatever its order.
-func valueHash(v []uint32) uint64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	h := fnv.New64a()
-	var b [4]byte
-	for _, a := range s {
-		binary.BigEndian.PutUint32(b[:], a)
-		h.Write(b[:])
-	}
-	return h.Sum64()
 }

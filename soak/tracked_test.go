@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // answer is a NOERROR reply with the A records addrs.
@@ -14,7 +16,7 @@ func answer(name string, addrs []uint32) *dns.Msg {
 	r.SetQuestion(name, dns.TypeA)
 	r.Response = true
 	for _, a := range addrs {
-		r.Answer = append(r.Answer, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET}, A: net.ParseIP(numAddr(a))})
+		r.Answer = append(r.Answer, &dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET}, A: net.ParseIP(dnsload.NumAddr(a))})
 	}
 	return r
 }

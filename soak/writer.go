@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // writersPerConn is how many writers share one HTTP/2 connection: the API
@@ -93,7 +95,7 @@ func (w *writer) plan(t *tracked, r *rand.Rand) func(context.Context, kubernetes
 			return w.done(t, seq, err, &w.dels)
 		}
 	}
-	t.addrs[t.seq%len(t.addrs)] = addrNum(nth(churnBase, nextAddr.Add(1)))
+	t.addrs[t.seq%len(t.addrs)] = dnsload.AddrNum(nth(churnBase, nextAddr.Add(1)))
 	seq := t.register()
 	sl := t.slice()
 	return func(ctx context.Context, cs kubernetes.Interface) error {
@@ -126,7 +128,7 @@ func (w *writer) run(ctx context.Context, list []*tracked, writers, rate int) {
 	var tokens chan struct{}
 	if rate > 0 {
 		tokens = make(chan struct{}, writers)
-		go pace(ctx, tokens, rate)
+		go dnsload.Pace(ctx, tokens, rate)
 	}
 	var wg sync.WaitGroup
 	for i := range writers {
@@ -155,27 +157,4 @@ func (w *writer) run(ctx context.Context, list []*tracked, writers, rate int) {
 		})
 	}
 	wg.Wait()
-}
-
-// pace sends a token every 1/rate seconds (in batches of 1 ms ticks) until
-// ctx ends; tokens nobody takes are dropped.
-func pace(ctx context.Context, tokens chan<- struct{}, rate int) {
-	start := time.Now()
-	sent := 0
-	t := time.NewTicker(time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		due := int(time.Since(start).Seconds() * float64(rate))
-		for ; sent < due; sent++ {
-			select {
-			case tokens <- struct{}{}:
-			default:
-			}
-		}
-	}
 }
