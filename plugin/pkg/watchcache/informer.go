@@ -29,6 +29,9 @@ type informer struct {
 	refs   int
 	cancel context.CancelFunc
 	done   chan struct{}
+	// probe tells whether the API server answers on the informer's
+	// connection (probe.go).
+	probe func(context.Context) error
 }
 
 // source is how one resource is listed and converted.
@@ -70,7 +73,7 @@ func (c *Cache) newInformer(k Kind) *informer {
 		Handler:       c.handler(k, idx),
 		Transform:     src.transform,
 	})
-	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state}
+	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state, probe: readyzProbe(c.probeClient(k))}
 }
 
 // start runs the informer, and checkAccess beside it so that a missing
@@ -86,6 +89,7 @@ func (inf *informer) start(checkAccess func(context.Context, *informer)) {
 	}()
 	go inf.reportSync(ctx)
 	go checkAccess(ctx, inf)
+	go inf.state.probeLoop(ctx, inf.probe)
 }
 
 // synced tells whether the first list completed, a watch has been
@@ -157,6 +161,9 @@ type connState struct {
 	mu   sync.Mutex
 	down bool
 	err  error
+	// probeDown is set while down is the probe's finding (probe.go),
+	// which only a probe or a call that reaches the API server clears.
+	probeDown bool
 	// refusal says why the API server refuses our calls (401, 404, ...)
 	// while it does; "" otherwise. A 403 is tracked in denied instead.
 	refusal string
@@ -277,6 +284,7 @@ func (s *connState) report(verb string, err error) {
 		s.err = nil
 	}
 	s.setReachable(err == nil || answered(err), err)
+	s.probeDown = s.probeDown && s.down
 	s.setRefusal(refusalOf(err), err)
 }
 
