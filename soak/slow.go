@@ -27,7 +27,9 @@ const slowQPS = 200
 // slowResult is one server's outcome.
 type slowResult struct {
 	Conns            int
-	HeldMin, HeldMax int64 // connections open at once, sampled while measuring
+	HeldMin, HeldMax int64   // connections open at once, sampled every 100 ms while measuring
+	HeldMean         float64 // their mean: the server closes idle ones after its read timeout, all at once
+	samples, heldSum int64
 	Reopened         int64 // connections the server closed and the holder opened again
 	DialErrors       int64
 	Before, During   udpLatency
@@ -45,7 +47,7 @@ func runSlow(ctx context.Context, e *env) (map[string]*slowResult, error) {
 	for _, s := range e.servers {
 		r := e.slow(ctx, s)
 		out[s.key] = r
-		logf("slow clients on %s: %d–%d held; UDP p99 %.2f ms before, %.2f ms during, %d lost", s, r.HeldMin, r.HeldMax, r.Before.P99, r.During.P99, r.During.Lost)
+		logf("slow clients on %s: %d–%d held (mean %.0f); UDP p99 %.2f ms before, %.2f ms during, %d lost", s, r.HeldMin, r.HeldMax, r.HeldMean, r.Before.P99, r.During.P99, r.During.Lost)
 		if r.During.Lost > 0 {
 			errs = append(errs, fmt.Errorf("%s: %d UDP queries unanswered while the connections were held", s, r.During.Lost))
 		}
@@ -93,6 +95,9 @@ func sampleOpen(ctx context.Context, open *atomic.Int64, res *slowResult) {
 			res.HeldMin = n
 		}
 		res.HeldMax = max(res.HeldMax, n)
+		res.samples++
+		res.heldSum += n
+		res.HeldMean = float64(res.heldSum) / float64(res.samples)
 		time.Sleep(100 * time.Millisecond)
 	}
 }
