@@ -38,6 +38,7 @@ type churnResult struct {
 	SettleSeconds                         map[string]float64 // until every name showed its last write
 	NeverSettled                          map[string]int
 	Latency                               map[string]quantiles // write sent → first answer showing it, ms
+	LatencyAfterReply                     map[string]quantiles // API server's reply → first answer showing it, ms (0 if sooner)
 	WriteRTT                              quantiles            // write sent → API server's reply, ms
 	SteadyRSS, PeakRSS                    map[string]int64
 	CPU                                   map[string]float64 // seconds used while the writers ran, by process and for the machine
@@ -104,7 +105,7 @@ func runChurn(ctx context.Context, e *env) (*churnResult, error) {
 	}
 	res.SliceUpdates, res.ServiceUpdates, res.Deletes, res.Failed = w.slices.Load()+w.dels.Load(), w.svcs.Load(), w.dels.Load(), w.failed.Load()
 	res.Rate = float64(w.accepted()) / res.Seconds
-	res.Latency, res.WriteRTT = lat.summary()
+	res.Latency, res.LatencyAfterReply, res.WriteRTT = lat.summary()
 	time.Sleep(time.Until(stopped.Add(time.Second)))
 	res.Check = stopCheck()
 	for _, s := range e.servers {
@@ -125,28 +126,40 @@ func runChurn(ctx context.Context, e *env) (*churnResult, error) {
 
 // latencies collects the probers' measurements.
 type latencies struct {
-	mu       sync.Mutex
-	byServer map[string][]time.Duration
-	rtt      []time.Duration
+	mu         sync.Mutex
+	byServer   map[string][]time.Duration // from the request leaving
+	afterReply map[string][]time.Duration // from the API server's reply
+	rtt        []time.Duration
 }
 
-func (l *latencies) add(server string, d time.Duration) {
+// record adds one write's latencies: by server from the request leaving,
+// and from the API server's reply (the part that is the DNS server's:
+// the write is in etcd and on its way to the watches by then; an answer
+// that showed it even sooner counts 0).
+func (l *latencies) record(servers []*server, seen []time.Duration, rtt time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.byServer == nil {
-		l.byServer = map[string][]time.Duration{}
+		l.byServer, l.afterReply = map[string][]time.Duration{}, map[string][]time.Duration{}
 	}
-	l.byServer[server] = append(l.byServer[server], d)
+	for i, s := range servers {
+		l.byServer[s.key] = append(l.byServer[s.key], seen[i])
+		l.afterReply[s.key] = append(l.afterReply[s.key], max(0, seen[i]-rtt))
+	}
+	l.rtt = append(l.rtt, rtt)
 }
 
-func (l *latencies) summary() (map[string]quantiles, quantiles) {
+func (l *latencies) summary() (sent, replied map[string]quantiles, rtt quantiles) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := map[string]quantiles{}
+	sent, replied = map[string]quantiles{}, map[string]quantiles{}
 	for k, d := range l.byServer {
-		out[k] = summarise(d)
+		sent[k] = summarise(d)
 	}
-	return out, summarise(l.rtt)
+	for k, d := range l.afterReply {
+		replied[k] = summarise(d)
+	}
+	return sent, replied, summarise(l.rtt)
 }
 
 // probe writes t until ctx ends, one write at a time, and times each from
@@ -160,16 +173,15 @@ func (l *latencies) probe(ctx context.Context, w *writer, cs kubernetes.Interfac
 		h := dnsload.SetHash(t.value())
 		sent := time.Now()
 		var wg sync.WaitGroup
-		for _, s := range servers {
-			wg.Go(func() { l.add(s.key, waitValue(s, t, h, sent)) })
+		seen := make([]time.Duration, len(servers))
+		for i, s := range servers {
+			wg.Go(func() { seen[i] = waitValue(s, t, h, sent) })
 		}
 		err := send(context.WithoutCancel(ctx), cs)
 		rtt := time.Since(sent)
 		wg.Wait()
 		if err == nil {
-			l.mu.Lock()
-			l.rtt = append(l.rtt, rtt)
-			l.mu.Unlock()
+			l.record(servers, seen, rtt)
 		}
 		select {
 		case <-ctx.Done():
