@@ -172,6 +172,11 @@ func (r *report) cpu(c *churnResult) {
 		r.p("| idle | %.1f | %.0f%% | |", capacity-busy, 100*(capacity-busy)/capacity)
 	}
 	r.p("")
+	api := (c.CPU["kube-apiserver"] + c.CPU["etcd"]) / writes // CPU-seconds per 1,000 writes
+	if c.Rate < targetRate && api > 0 {
+		r.p("Why not %d writes/s: the API server and etcd together spent %.1f CPU-ms per write, so %d writes/s would take %.1f CPUs for those two alone, on a machine of %d that also runs both DNS servers, the writers and the checker.", targetRate, api, targetRate, api*targetRate/1000, runtime.NumCPU())
+		r.p("")
+	}
 }
 
 // examples lists the first wrong answers of each server, if any.
@@ -217,6 +222,8 @@ func (r *report) faults() {
 		return
 	}
 	r.p("## API server faults")
+	r.p("")
+	r.p("Readiness is meant to stay ready through all three: the servers keep answering from the last good state, and a failed readiness probe during an API server outage would take every replica out of the Service at once. The connection gauge is what says the API server is out of reach (ours probes /readyz every 10 s on the watches' connection, so a stall shows too).")
 	r.p("")
 	r.p("Each fault lasts the outage's length under the checker's load (every name, every answer must be the last good state: no SERVFAIL, no NXDOMAIN for a name that exists). Readiness (`ready` plugin, /ready) and ours' connection gauge (`coredns_watchcache_api_reachable`, lowest over the resources) are sampled every 250 ms. When the fault ends, %d services are written and must be served, without any restart of the DNS servers.", recoveryNames)
 	r.p("")
