@@ -168,7 +168,10 @@ func (r *report) cpu(c *churnResult) {
 		r.p("| %s | %.1f | %.0f%% | %.2f s |", k, c.CPU[k], 100*c.CPU[k]/capacity, c.CPU[k]/writes)
 	}
 	if busy, ok := c.CPU[machineKey]; ok {
-		r.p("| everything else on the machine (other sessions, the kernel) | %.1f | %.0f%% | |", busy-listed, 100*(busy-listed)/capacity)
+		// The machine's counters and the processes' are read at slightly
+		// different moments and ticks: a small negative rest is noise.
+		rest := max(busy-listed, 0)
+		r.p("| everything else on the machine (other sessions, the kernel) | %.1f | %.0f%% | |", rest, 100*rest/capacity)
 		r.p("| idle | %.1f | %.0f%% | |", capacity-busy, 100*(capacity-busy)/capacity)
 	}
 	r.p("")
