@@ -33,8 +33,10 @@ tools: ## build etcd and kube-apiserver into the cache (once per version)
 deps: ## install the Debian packages the tests use (dig)
 	hack/deps.sh
 
-test: tools deps ## all tests: unit, fuzz seed corpora, integration against a real API server
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+# Every package runs under the race detector, the whole-server tests too: a
+# race in the snapshot path is a wrong answer waiting to happen.
+test: tools deps ## all tests under -race: unit, fuzz seed corpora, integration against a real API server
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # staticcheck is built once per version into the tools cache (hack/tools.sh;
 # the version is pinned in hack/tools/staticcheck/go.mod).

@@ -45,7 +45,10 @@ Serving Corefile.example on 127.0.0.1:1053. Try:
   dig @127.0.0.1 -p 1053 db.demo.svc.cluster.local A
   dig @127.0.0.1 -p 1053 db-0.db.demo.svc.cluster.local A
   dig @127.0.0.1 -p 1053 db.demo.svc.cluster.local SRV
+  dig @127.0.0.1 -p 1053 zone-a.pin._zone.db.demo.svc.cluster.local A     (zonal: zone-a only)
+  dig @127.0.0.1 -p 1053 zone-c.prefer._zone.db.demo.svc.cluster.local A  (no zone-c: every endpoint)
   dig @127.0.0.1 -p 1053 -x 10.96.100.10
+  dig @127.0.0.1 -p 1053 -x 10.96.255.254    (a free service address: NXDOMAIN here, not asked upstream)
   dig @127.0.0.1 -p 1053 alias.demo.svc.cluster.local A
   dig @127.0.0.1 -p 1053 warmup.demo.svc.cluster.local A
   dig @127.0.0.1 -p 1053 workers.demo.svc.cluster.local A

@@ -1,7 +1,7 @@
 package test
 
 import (
-	"bytes"
+	"fmt"
 	"context"
 	"os"
 	"os/exec"
@@ -47,13 +47,11 @@ func coreDNSBinary(t *testing.T) string {
 	return binPath
 }
 
-// TestBinaryListsPluginsAndVersion: -plugins prints what stock CoreDNS
-// 1.15 prints (coremain.Run prints caddy.DescribePlugins): caddy's plugin
-// registry one name a line, sorted by server type and name ("dns.acl" to
-// "dns.whoami", then "on", caddy's own, of no server type), the "dns."
-// prefix dropped, and an empty line. Every directive of plugin.cfg, ours
-// included, is registered once, as a plugin of the dns server type.
-// -version prints CoreDNS's version and this project's.
+// TestBinaryListsPluginsAndVersion: -plugins prints caddy's registry in
+// its sectioned form, which scripts parse: "Server types:" (dns),
+// "Caddyfile loaders:", then "Other plugins:" with every plugin of the dns
+// server type as "dns.<name>" (ours included, each once) and "on", caddy's
+// own. -version prints CoreDNS's version and this project's.
 func TestBinaryListsPluginsAndVersion(t *testing.T) {
 	bin := coreDNSBinary(t)
 	out, err := exec.Command(bin, "-plugins").CombinedOutput()
@@ -62,14 +60,24 @@ func TestBinaryListsPluginsAndVersion(t *testing.T) {
 	}
 	// The test binary links the same plugins (through coredns/plugins), so
 	// its registry is the binary's.
-	registered := caddy.ListPlugins()["others"]
+	all := caddy.ListPlugins()
+	registered := all["others"]
 	var want strings.Builder
-	for _, p := range registered {
-		want.WriteString(strings.TrimPrefix(p, "dns.") + "\n")
+	want.WriteString("Server types:\n  dns\n\nCaddyfile loaders:\n")
+	for _, l := range all["caddyfile_loaders"] {
+		want.WriteString("  " + l + "\n")
 	}
-	want.WriteString("\n")
+	want.WriteString("\nOther plugins:\n")
+	for _, p := range registered {
+		want.WriteString("  " + p + "\n")
+	}
 	if string(out) != want.String() {
-		t.Errorf("-plugins printed:\n%s\nwant CoreDNS's list:\n%s", out, want.String())
+		t.Errorf("-plugins printed:\n%s\nwant:\n%s", out, want.String())
+	}
+	for _, ours := range []string{"dns.kubeschema", "dns.multicluster", "dns.gensearchpath", "dns.edns0autopath", "dns.k8s_external"} {
+		if !strings.Contains(string(out), "\n  "+ours+"\n") {
+			t.Errorf("-plugins does not list %s", ours)
+		}
 	}
 	if !slices.IsSorted(registered) {
 		t.Errorf("caddy's registry is not sorted: %q", registered)
@@ -133,33 +141,23 @@ func TestBinaryRejectsBadCorefiles(t *testing.T) {
 // startup timeout (SERVFAIL for cluster names, not ready).
 func TestBinaryServesAfterStartupTimeoutWhenAPIUnreachable(t *testing.T) {
 	bin := coreDNSBinary(t)
-	dir := t.TempDir()
-	cf := filepath.Join(dir, "Corefile")
-	corefile := ".:25353 {\n    bind 127.0.0.1\n    ready 127.0.0.1:28181\n    kubeschema cluster.local {\n        endpoint https://127.0.0.1:1\n        startup_timeout 1s\n    }\n}\n"
-	if err := os.WriteFile(cf, []byte(corefile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	cmd := exec.Command(bin, "-conf", cf)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	s := &server{UDP: "127.0.0.1:25353", TCP: "127.0.0.1:25353"}
+	port := freeLoopbackPort(t)
+	corefile := fmt.Sprintf(".:%d {\n    bind 127.0.0.1\n    kubeschema cluster.local {\n        endpoint https://127.0.0.1:1\n        startup_timeout 1s\n    }\n}\n", port)
+	p := &coreDNSProcess{dnsAddr: fmt.Sprintf("127.0.0.1:%d", port)}
+	runCorefile(t, bin, corefile, p)
 	var r *dns.Msg
 	eventually(t, 20*time.Second, "server answers", func() bool {
 		m := new(dns.Msg)
 		m.SetQuestion("kubernetes.default.svc.cluster.local.", dns.TypeA)
 		var err error
-		r, _, err = (&dns.Client{Timeout: 500 * time.Millisecond}).Exchange(m, s.UDP)
+		r, _, err = (&dns.Client{Timeout: 500 * time.Millisecond}).Exchange(m, p.dnsAddr)
 		return err == nil
 	})
 	if r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("rcode %s before the cache synced, want SERVFAIL", dns.RcodeToString[r.Rcode])
 	}
-	if !strings.Contains(out.String(), "starting to serve before the API server answered (startup_timeout 1s)") ||
-		!strings.Contains(out.String(), "127.0.0.1:1") {
-		t.Errorf("log does not report the unreachable API server clearly:\n%s", out.String())
+	if log := p.log(); !strings.Contains(log, "starting to serve before the API server answered (startup_timeout 1s)") ||
+		!strings.Contains(log, "127.0.0.1:1") {
+		t.Errorf("log does not report the unreachable API server clearly:\n%s", log)
 	}
 }

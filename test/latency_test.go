@@ -18,7 +18,7 @@ func TestProgrammingLatencyRecordedForEveryServiceKind(t *testing.T) {
 	e := newKubeEnv(t)
 	ns := e.namespace("latency")
 	s := startServer(t, fmt.Sprintf(".:0 {\n bind 127.0.0.1\n kubeschema cluster.local {\n  kubeconfig %s\n }\n}\n", e.kubeconfig))
-	before := histogramCounts(t, "coredns_kubeschema_dns_programming_duration_seconds", "service_kind")
+	before := programmingCounts(t, "kubeschema")
 
 	port := []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}
 	svcs := []*corev1.Service{
@@ -46,7 +46,7 @@ func TestProgrammingLatencyRecordedForEveryServiceKind(t *testing.T) {
 			return r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0
 		})
 	}
-	after := histogramCounts(t, "coredns_kubeschema_dns_programming_duration_seconds", "service_kind")
+	after := programmingCounts(t, "kubeschema")
 	for _, kind := range []string{"cluster_ip", "headless_with_selector", "headless_without_selector", "external_name"} {
 		if after[kind] <= before[kind] {
 			t.Errorf("programming latency for %s: %d observations before, %d after", kind, before[kind], after[kind])

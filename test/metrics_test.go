@@ -25,9 +25,9 @@ func gaugeValue(t *testing.T, name string) float64 {
 	return 0
 }
 
-// histogramCounts reads the sample counts of histogram name from the
-// default registry, by the value of its label.
-func histogramCounts(t *testing.T, name, label string) map[string]uint64 {
+// programmingCounts reads how many changes plugin has served, by service
+// kind, from the programming histogram in the default registry.
+func programmingCounts(t *testing.T, plugin string) map[string]uint64 {
 	t.Helper()
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
@@ -35,14 +35,16 @@ func histogramCounts(t *testing.T, name, label string) map[string]uint64 {
 	}
 	out := map[string]uint64{}
 	for _, mf := range mfs {
-		if mf.GetName() != name {
+		if mf.GetName() != "coredns_dns_programming_duration_seconds" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == label {
-					out[l.GetValue()] = m.GetHistogram().GetSampleCount()
-				}
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["plugin"] == plugin {
+				out[labels["service_kind"]] = m.GetHistogram().GetSampleCount()
 			}
 		}
 	}

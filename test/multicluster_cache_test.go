@@ -151,13 +151,13 @@ func mcCaches(kubeconfig string) []watchcache.Usage {
 }
 
 // TestMulticlusterProgrammingLatency changes an import of each kind and
-// checks that coredns_multicluster_dns_programming_duration_seconds
+// checks that coredns_dns_programming_duration_seconds{plugin="multicluster"}
 // counted both kinds.
 func TestMulticlusterProgrammingLatency(t *testing.T) {
 	e := newMcEnv(t)
 	ns := e.namespace("latency")
 	s := e.server(mcCorefile)
-	before := histogramCounts(t, "coredns_multicluster_dns_programming_duration_seconds", "service_kind")
+	before := programmingCounts(t, "multicluster")
 
 	e.createImport(ns, mcClusterSetIP("vip", []string{"10.247.9.10"}, mcPort("http", corev1.ProtocolTCP, 80)))
 	e.createImport(ns, mcHeadless("pods", mcPort("http", corev1.ProtocolTCP, 80)))
@@ -165,7 +165,7 @@ func TestMulticlusterProgrammingLatency(t *testing.T) {
 	expect(t, s, "udp", mcSvc("vip", ns), dns.TypeA, answer(rrLine(mcSvc("vip", ns), "A", "10.247.9.10")), settleTimeout)
 	expect(t, s, "udp", mcSvc("pods", ns), dns.TypeA, answer(rrLine(mcSvc("pods", ns), "A", "10.246.9.10")), settleTimeout)
 
-	after := histogramCounts(t, "coredns_multicluster_dns_programming_duration_seconds", "service_kind")
+	after := programmingCounts(t, "multicluster")
 	for _, kind := range []watchcache.ServiceKind{watchcache.KindClusterSetIP, watchcache.KindMulticlusterHeadless} {
 		if after[string(kind)] <= before[string(kind)] {
 			t.Errorf("programming latency for %s: %d observations before, %d after", kind, before[string(kind)], after[string(kind)])

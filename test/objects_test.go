@@ -118,6 +118,8 @@ type endpoint struct {
 	addr, hostname, pod string
 	unready             bool
 	terminating         bool
+	// zone is the endpoint's topology zone; "" for none.
+	zone string
 }
 
 func slicePort(name string, proto corev1.Protocol, port int32) discoveryv1.EndpointPort {
@@ -155,6 +157,9 @@ func sliceEndpoints(eps []endpoint) []discoveryv1.Endpoint {
 		}
 		if ep.pod != "" {
 			e.TargetRef = &corev1.ObjectReference{Kind: "Pod", Name: ep.pod}
+		}
+		if ep.zone != "" {
+			e.Zone = new(ep.zone)
 		}
 		out = append(out, e)
 	}

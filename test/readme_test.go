@@ -47,6 +47,9 @@ func readmeQueries() map[string][]readmeQuery {
 		"../plugin/kubeschema/README.md": {
 			// pods insecure: any address in any namespace.
 			{"10-1-2-3.default.pod.cluster.local.", dns.TypeA, answer(rrLine("10-1-2-3.default.pod.cluster.local.", "A", "10.1.2.3"))},
+			// reverse_cidrs auto: a free service address is NXDOMAIN
+			// here, not passed on.
+			{"254.255.96.10.in-addr.arpa.", dns.TypePTR, nxdomain(soaLine(reverse4Zone, clusterZone))},
 			// namespaces default team-a: default is served.
 			{apiName, dns.TypeA, answer(rrLine(apiName, "A", apiIP))},
 		},
@@ -60,6 +63,12 @@ func readmeQueries() map[string][]readmeQuery {
 			autopath(clusterZone),
 			// cluster_suffix cluster.example.
 			autopath("cluster.example."),
+		},
+		"../plugin/k8sexternal/README.md": {
+			// The zone's SOA, with the default apex and TTL.
+			{"example.org.", dns.TypeSOA, answer(rrLine("example.org.", "SOA", "ns1.dns.example.org. hostmaster.dns.example.org. 0 7200 1800 86400 5"))},
+			// ttl 30: the name server where the server listens.
+			{"ns1.dns.example.org.", dns.TypeA, answer("ns1.dns.example.org. 30 IN A 127.0.0.1")},
 		},
 		// The node-local cache, in front of the test's cluster DNS.
 		"../plugin/gensearchpath/README.md": {autopath(clusterZone), autopath(clusterZone)},

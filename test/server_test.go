@@ -2,6 +2,8 @@ package test
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +39,13 @@ func (s *server) addr(network string) string {
 // and stops it when the test ends.
 func startServer(t testing.TB, corefile string) *server {
 	t.Helper()
+	if stockKubernetes.MatchString(corefile) {
+		tt, ok := t.(*testing.T)
+		if !ok {
+			t.Fatal("the stock kubernetes plugin runs in a process of its own, from a test only")
+		}
+		return startProcess(tt, corefile)
+	}
 	caddyMu.Lock()
 	defer caddyMu.Unlock()
 	dnsserver.Directives = plugins.Directives
@@ -56,6 +65,45 @@ func startServer(t testing.TB, corefile string) *server {
 	}
 	t.Cleanup(func() { inst.Stop(); inst.ShutdownCallbacks() })
 	return s
+}
+
+// startError starts CoreDNS from a Corefile that must not start, and
+// returns why it did not.
+func startError(t testing.TB, corefile string) error {
+	t.Helper()
+	caddyMu.Lock()
+	defer caddyMu.Unlock()
+	dnsserver.Directives = plugins.Directives
+	dnsserver.Quiet = true
+	inst, err := caddy.Start(caddy.CaddyfileInput{Contents: []byte(corefile), Filepath: "Corefile", ServerTypeName: "dns"})
+	if err == nil {
+		inst.Stop()
+		inst.ShutdownCallbacks()
+		t.Fatalf("CoreDNS started from a Corefile that must not start:\n%s", corefile)
+	}
+	return err
+}
+
+// stockKubernetes finds the stock kubernetes plugin in a Corefile.
+var stockKubernetes = regexp.MustCompile(`(?m)^\s*kubernetes(\s|$)`)
+
+// startProcess runs corefile in the built binary, on a free loopback port
+// (for port 0), and stops it when the test ends. The stock kubernetes
+// plugin runs this way: its setup sets klog's logger, a global that the
+// informers of the servers already running in this process read.
+func startProcess(t *testing.T, corefile string) *server {
+	t.Helper()
+	port := freeLoopbackPort(t)
+	corefile = strings.Replace(corefile, ".:0 {", fmt.Sprintf(".:%d {", port), 1)
+	p := &coreDNSProcess{dnsAddr: fmt.Sprintf("127.0.0.1:%d", port)}
+	runCorefile(t, coreDNSBinary(t), corefile, p)
+	eventually(t, settleTimeout, "the stock server answers", func() bool {
+		m := new(dns.Msg)
+		m.SetQuestion("dns-version.cluster.local.", dns.TypeTXT)
+		_, _, err := (&dns.Client{Timeout: 500 * time.Millisecond}).Exchange(m, p.dnsAddr)
+		return err == nil
+	})
+	return &server{UDP: p.dnsAddr, TCP: p.dnsAddr}
 }
 
 // exchange sends one query over network ("udp" or "tcp") and returns the

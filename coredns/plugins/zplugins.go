@@ -25,7 +25,6 @@ import (
 	_ "github.com/coredns/coredns/plugin/header"
 	_ "github.com/coredns/coredns/plugin/health"
 	_ "github.com/coredns/coredns/plugin/hosts"
-	_ "github.com/coredns/coredns/plugin/k8s_external"
 	_ "github.com/coredns/coredns/plugin/kubernetes"
 	_ "github.com/coredns/coredns/plugin/loadbalance"
 	_ "github.com/coredns/coredns/plugin/local"
@@ -49,6 +48,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/whoami"
 	_ "github.com/schemadns/schemadns/plugin/edns0autopath"
 	_ "github.com/schemadns/schemadns/plugin/gensearchpath"
+	_ "github.com/schemadns/schemadns/plugin/k8sexternal"
 	_ "github.com/schemadns/schemadns/plugin/kubeschema"
 	_ "github.com/schemadns/schemadns/plugin/multicluster"
 )

@@ -2,6 +2,7 @@ package kubeschema
 
 import (
 	"cmp"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ type source interface {
 	SlicesForService(ns, name string) []*watchcache.EndpointSlice
 	Namespace(name string) *watchcache.Namespace
 	PodsByIP(a netip.Addr) []*watchcache.Pod
+	ServiceCIDRs() []*watchcache.ServiceCIDR
 }
 
 // builder turns cache events into new snapshots. Events only mark services
@@ -34,6 +36,8 @@ type builder struct {
 	dirty map[string]watchcache.Event // by "<ns>/<svc>"
 	// dirtyNamespaces: a namespace's labels changed (namespace_labels).
 	dirtyNamespaces map[string]bool
+	// rangesDirty: a ServiceCIDR changed (reverse_cidrs auto).
+	rangesDirty bool
 
 	// pending is the first snapshot while Prepare builds it; owned by the
 	// goroutine that runs the builder.
@@ -63,6 +67,8 @@ func (b *builder) Mark(ev watchcache.Event) bool {
 			return false
 		}
 		b.dirtyNamespaces[ev.Namespace] = true
+	case watchcache.ServiceCIDRs:
+		b.rangesDirty = true
 	default:
 		b.mu.Unlock()
 		return false
@@ -86,6 +92,8 @@ func (b *builder) Prepare() {
 // (watchcache.Builder): the one Prepare built, with the last changes
 // applied, or else a full build.
 func (b *builder) Publish() {
+	b.takeRangesDirty()
+	b.k.publishRanges(b.cache)
 	if b.pending == nil {
 		b.takeDirty() // covered by the full build
 		b.k.Publish(b.fullBuild())
@@ -96,6 +104,14 @@ func (b *builder) Publish() {
 	b.pending = nil
 	e.SetSerial(dnszone.NextSerial(0))
 	b.k.Publish(e.Done())
+}
+
+func (b *builder) takeRangesDirty() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d := b.rangesDirty
+	b.rangesDirty = false
+	return d
 }
 
 func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
@@ -117,6 +133,9 @@ func (b *builder) fullBuild() *dnszone.Snapshot {
 
 // Apply rebuilds the dirty services into a new snapshot and publishes it.
 func (b *builder) Apply() {
+	if b.takeRangesDirty() {
+		b.k.publishRanges(b.cache)
+	}
 	dirty, namespaces := b.takeDirty()
 	if len(dirty) == 0 && len(namespaces) == 0 {
 		return
@@ -222,10 +241,13 @@ func buildService(in buildInput, o *options) *dnszone.Service {
 		}
 		return dnszone.NewVirtual(key, svc.ClusterIPs, ports(svc.Ports, nil))
 	}
-	if len(in.endpoints) == 0 {
-		return nil // headless without ready endpoints: NXDOMAIN (schema 1.0.1)
+	if len(in.endpoints) == 0 && !o.zonal {
+		// Headless without ready endpoints: NXDOMAIN (schema 1.0.1). With
+		// zonal it is kept, empty, for its zonal names: NODATA, as stock.
+		return nil
 	}
 	eps := make([]dnszone.Endpoint, 0, len(in.endpoints))
+	var zones zoneGroups
 	for _, ep := range in.endpoints {
 		// The dashed address is not kept: derived again when needed.
 		host := explicitHostname(ep, o.endpointPodNames)
@@ -236,9 +258,41 @@ func buildService(in buildInput, o *options) *dnszone.Service {
 		if !named {
 			log.Warningf("endpoint %s of %s: hostname %q is not a DNS label, skipped", ep.Addr, key, cmp.Or(host, dnsname.Dashed(ep.Addr)))
 		}
-		eps = append(eps, dnszone.NewEndpoint(ep.Addr, host, 0, named))
+		group := uint8(0)
+		if o.zonal {
+			group = zones.of(ep.Zone)
+		}
+		eps = append(eps, dnszone.NewEndpoint(ep.Addr, host, group, named))
 	}
-	return dnszone.NewHeadless(key, eps, ports(svc.Ports, in.slicePorts), nil)
+	return dnszone.NewHeadless(key, eps, ports(svc.Ports, in.slicePorts), zones.groups)
+}
+
+// zoneGroups are a headless service's endpoint groups by topology zone,
+// for zonal names: group 0 has no zone.
+type zoneGroups struct {
+	groups []dnszone.Group
+}
+
+// of is the group of zone, added if new. Past 255 zones in one service
+// (no cluster has that many) an endpoint joins group 0, and no zonal name
+// selects it.
+func (z *zoneGroups) of(zone string) uint8 {
+	if zone == "" {
+		return 0
+	}
+	if z.groups == nil {
+		z.groups = []dnszone.Group{{}}
+	}
+	for i := range z.groups {
+		if z.groups[i].Zone == zone {
+			return uint8(i)
+		}
+	}
+	if len(z.groups) > math.MaxUint8 {
+		return 0
+	}
+	z.groups = append(z.groups, dnszone.Group{Zone: zone})
+	return uint8(len(z.groups) - 1)
 }
 
 // ports are a service's ports for SRV records; a headless service's

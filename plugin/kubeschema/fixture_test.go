@@ -18,6 +18,8 @@ type memSource struct {
 	slices   []*watchcache.EndpointSlice
 	pods     []*watchcache.Pod
 	nss      []*watchcache.Namespace
+	// serviceCIDRs are set by tests of reverse_cidrs.
+	serviceCIDRs []*watchcache.ServiceCIDR
 }
 
 func (m *memSource) Services() []*watchcache.Service { return m.services }
@@ -78,6 +80,8 @@ func (m *memSource) add(t testing.TB, objs ...runtime.Object) {
 			m.pods = append(m.pods, v)
 		case *watchcache.Namespace:
 			m.nss = append(m.nss, v)
+		case *watchcache.ServiceCIDR:
+			m.serviceCIDRs = append(m.serviceCIDRs, v)
 		}
 	}
 }
@@ -155,3 +159,5 @@ func fixture(t testing.TB) *memSource {
 	)
 	return m
 }
+
+func (m *memSource) ServiceCIDRs() []*watchcache.ServiceCIDR { return m.serviceCIDRs }

@@ -42,7 +42,10 @@ type options struct {
 	endpointPodNames   bool
 	noEndpoints        bool
 	ignoreEmptyService bool
-	startupTimeout     time.Duration
+	// zonal keeps each endpoint's topology zone for zonal names.
+	zonal          bool
+	startupTimeout time.Duration
+	reverse        reverseRanges
 }
 
 // Kubeschema is the plugin handler: the shared zone server (ServeDNS,
@@ -57,6 +60,9 @@ type Kubeschema struct {
 	// data is the cache the snapshot is built from (pods verified reads it
 	// at query time).
 	data source
+	// rangesSet: the owned reverse ranges were set (reverse_cidrs); owned
+	// by the builder's goroutine.
+	rangesSet bool
 }
 
 // Name implements plugin.Handler.
@@ -73,6 +79,9 @@ func (k *Kubeschema) kinds() watchcache.Kind {
 	}
 	if k.opts.pods == podsVerified {
 		kinds |= watchcache.Pods
+	}
+	if k.opts.reverse.auto {
+		kinds |= watchcache.ServiceCIDRs
 	}
 	return kinds
 }

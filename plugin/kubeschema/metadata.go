@@ -14,8 +14,9 @@ import (
 // Metadata implements metadata.Provider: what the query name means under
 // the schema (kubeschema/kind, namespace, service, endpoint, port-name,
 // protocol) and, with `pods verified`, which pod asked
-// (kubeschema/client-namespace, client-pod-name). The name is parsed when
-// the query comes; the values are handed out as they are.
+// (kubeschema/client-namespace, client-pod-name); with `zonal`,
+// kubeschema/zone: the topology zone of a zonal name. The name is parsed
+// when the query comes; the values are handed out as they are.
 func (k *Kubeschema) Metadata(ctx context.Context, state request.Request) context.Context {
 	if k.opts.pods == podsVerified && k.data != nil {
 		k.clientMetadata(ctx, state.IP())
@@ -28,7 +29,7 @@ func (k *Kubeschema) Metadata(ctx context.Context, state request.Request) contex
 	p := dnszone.ParseName(rest)
 	kind, namespace := "", p.Namespace
 	switch p.Kind {
-	case dnszone.NameService, dnszone.NameHost, dnszone.NameProto, dnszone.NamePort, dnszone.NameNamespace:
+	case dnszone.NameService, dnszone.NameHost, dnszone.NameProto, dnszone.NamePort, dnszone.NameNamespace, dnszone.NameZonal:
 		kind = "svc"
 	case dnszone.NameOther:
 		if pod := parsePod(p.Labels); p.Top == "pod" && (pod.kind == namePod || pod.kind == namePodNS) {
@@ -45,6 +46,9 @@ func (k *Kubeschema) Metadata(ctx context.Context, state request.Request) contex
 	port, _ := dnszone.SplitLast(p.Port)
 	set("port-name", strings.TrimPrefix(port, "_"))
 	set("protocol", strings.TrimPrefix(p.Proto, "_"))
+	if k.Zonal {
+		set("zone", p.TopologyZone)
+	}
 	return ctx
 }
 

@@ -40,3 +40,33 @@ func TestMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestMetadataZone: with zonal, kubeschema/zone is the topology zone of a
+// zonal name ("" for other names); without it the key is not set.
+func TestMetadataZone(t *testing.T) {
+	zoneOf := func(k *Kubeschema, qname string) (string, bool) {
+		m := new(dns.Msg)
+		m.SetQuestion(qname, dns.TypeA)
+		ctx := k.Metadata(metadata.ContextWithMetadata(context.Background()), request.Request{W: &test.ResponseWriter{}, Req: m})
+		f := metadata.ValueFunc(ctx, "kubeschema/zone")
+		if f == nil {
+			return "", false
+		}
+		return f(), true
+	}
+	k := newTestPlugin(t, nil)
+	k.Zonal = true
+	for qname, want := range map[string]string{
+		"corp.example.com.pin._zone.db.ns1.svc.cluster.local.": "corp.example.com",
+		"Zone-A.prefer._zone.db.ns1.svc.cluster.local.":        "zone-a",
+		"db.ns1.svc.cluster.local.":                            "",
+	} {
+		if got, ok := zoneOf(k, qname); !ok || got != want {
+			t.Errorf("%s: kubeschema/zone = %q (set %t), want %q", qname, got, ok, want)
+		}
+	}
+	k.Zonal = false
+	if got, ok := zoneOf(k, "zone-a.pin._zone.db.ns1.svc.cluster.local."); ok {
+		t.Errorf("without zonal: kubeschema/zone set to %q", got)
+	}
+}

@@ -28,6 +28,7 @@ func (s *scaleSource) Services() []*watchcache.Service {
 }
 
 func (s *scaleSource) Service(ns, name string) *watchcache.Service { return s.services[ns+"/"+name] }
+func (s *scaleSource) ServiceCIDRs() []*watchcache.ServiceCIDR     { return nil }
 
 func (s *scaleSource) SlicesForService(ns, name string) []*watchcache.EndpointSlice {
 	return s.slices[ns+"/"+name]

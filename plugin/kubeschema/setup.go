@@ -63,6 +63,12 @@ func parse(c *caddy.Controller) (*Kubeschema, error) {
 				return nil, err
 			}
 		}
+		if k.Zonal && k.opts.noEndpoints {
+			return nil, c.Err("zonal names are made of endpoints: remove noendpoints or zonal")
+		}
+		if err := watchcache.ShareLimits(c, pluginName, &k.cfg); err != nil {
+			return nil, err
+		}
 	}
 	return k, nil
 }
@@ -132,6 +138,17 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 			return err
 		}
 		k.opts.noEndpoints = true
+	case "reverse_cidrs":
+		r, err := parseReverseCIDRs(args, k.Zones)
+		if err != nil {
+			return c.Errf("%v", err)
+		}
+		k.opts.reverse = r
+	case "zonal":
+		if err := need(0, 0); err != nil {
+			return err
+		}
+		k.Zonal, k.opts.zonal = true, true
 	case "ignore":
 		if err := need(1, 1); err != nil {
 			return err

@@ -63,6 +63,9 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 		if m.forwardZone() == "" {
 			return nil, c.Errf("zones %v: at least one forward zone (such as clusterset.local) is needed, PTR records point into it", m.Zones)
 		}
+		if err := watchcache.ShareLimits(c, pluginName, &m.cfg); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }

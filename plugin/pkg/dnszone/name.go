@@ -29,6 +29,10 @@ const (
 	// NameOther is <labels>.<top>.<zone> for a top label the common
 	// grammar does not know (kubeschema's "pod"): Top and Labels.
 	NameOther
+	// NameZonal is <topology-zone>.pin._zone.<svc>.<ns>.svc.<zone> or
+	// <topology-zone>.prefer._zone...: TopologyZone (which may span
+	// labels) and Prefer. Served with the zonal option only.
+	NameZonal
 )
 
 // Name is a query name split by the grammar. Its strings are slices of the
@@ -44,6 +48,9 @@ type Name struct {
 	Host, Proto, Port string
 	// Top and Labels of a NameOther: "pod" and what precedes it.
 	Top, Labels string
+	// TopologyZone and Prefer of a NameZonal.
+	TopologyZone string
+	Prefer       bool
 }
 
 // ParseName splits rest, the lower-case part of the query name before the
@@ -106,9 +113,30 @@ func parseService(labels string) Name {
 		n.Kind, n.Proto = NameProto, last
 	case isUnderscored(first) && isUnderscored(last):
 		n.Kind, n.Port, n.Proto = NamePort, prefix, last
+	case last == "_zone" && first != "":
+		return zonal(n, first)
 	default:
 		n.Kind, n.Host = NameHost, prefix
 	}
+	return n
+}
+
+// zonal completes a zone-scoped name from what precedes "._zone":
+// "<topology-zone>.pin" or "<topology-zone>.prefer". Any other directive
+// is no name (NXDOMAIN, as in stock CoreDNS).
+func zonal(n Name, directive string) Name {
+	zone, d := SplitLast(directive)
+	if zone == "" {
+		return Name{}
+	}
+	switch d {
+	case "pin":
+	case "prefer":
+		n.Prefer = true
+	default:
+		return Name{}
+	}
+	n.Kind, n.TopologyZone = NameZonal, zone
 	return n
 }
 

@@ -244,11 +244,13 @@ func appendAddrs(out []dns.RR, svc *Service, sel selection, start int, owner str
 	return out
 }
 
-// srvAnswer answers SRV for port pi of svc, or every named port (pi < 0):
-// one record per port and target, rotated, with the targets' addresses as
-// additional records. svcName is the service's name in the query's zone,
-// lower case.
-func (srv *Server) srvAnswer(q *Query, svc *Service, pi int, svcName string) Result {
+// srvAnswer answers SRV for port pi of svc, or every named port (pi < 0),
+// from the endpoints in sel: one record per port and target, rotated,
+// with the targets' addresses as additional records. svcName is the
+// service's name in the query's zone, lower case. The records are owned
+// by owner, or, when it is "", by each port's name
+// (_<port>._<proto>.<svcName>).
+func (srv *Server) srvAnswer(q *Query, svc *Service, pi int, svcName string, sel selection, owner string) Result {
 	if len(svc.ports) == 0 {
 		return Result{}
 	}
@@ -256,9 +258,9 @@ func (srv *Server) srvAnswer(q *Query, svc *Service, pi int, svcName string) Res
 	var names []string
 	if svc.kind == Virtual {
 		// The one target is the service name: a piece of the question.
-		targets, names = []target{{sel: all(svc)}}, []string{svcName}
+		targets, names = []target{{sel: sel}}, []string{svcName}
 	} else {
-		targets = svc.srvTargets()
+		targets = svc.srvTargets(sel)
 		names = targetNames(targets, svcName)
 	}
 	if len(targets) == 0 {
@@ -270,14 +272,15 @@ func (srv *Server) srvAnswer(q *Query, svc *Service, pi int, svcName string) Res
 	}
 	ans := make([]dns.RR, 0, (last-first)*len(targets))
 	recs := make([]dns.SRV, (last-first)*len(targets))
+	w := weight(len(targets))
 	for p := first; p < last; p++ {
-		owner := q.Owner
-		if pi < 0 {
-			owner = "_" + svc.ports[p].Name + "._" + svc.ports[p].Proto + "." + svcName
+		portOwner := owner
+		if portOwner == "" {
+			portOwner = "_" + svc.ports[p].Name + "._" + svc.ports[p].Proto + "." + svcName
 		}
 		for ti, t := range targets {
 			rec := &recs[len(ans)]
-			*rec = dns.SRV{Hdr: q.hdr(owner, dns.TypeSRV, srv.TTL), Weight: svc.weight(),
+			*rec = dns.SRV{Hdr: q.hdr(portOwner, dns.TypeSRV, srv.TTL), Weight: w,
 				Port: svc.portNumber(p, svc.endpoints[t.sel.at(0)].group), Target: names[ti]}
 			ans = append(ans, rec)
 		}
@@ -342,11 +345,11 @@ func (srv *Server) Records(svc *Service, zone string) []dns.RR {
 	}
 	out := appendAddrs(nil, svc, all(svc), 0, name, srv.TTL)
 	if svc.kind == Headless {
-		targets := svc.srvTargets()
+		targets := svc.srvTargets(all(svc))
 		out = append(out, targetAddrs(svc, targets, targetNames(targets, name), srv.TTL)...)
 	}
 	q := &Query{Qtype: dns.TypeANY, Zone: srv.zoneOf(zone)}
-	return append(out, srv.srvAnswer(q, svc, -1, name).Answer...)
+	return append(out, srv.srvAnswer(q, svc, -1, name, all(svc), "").Answer...)
 }
 
 func (srv *Server) zoneOf(zone string) int {

@@ -45,8 +45,14 @@ type Server struct {
 	Version string
 	Schema  Schema
 	Replies *Counters
+	// Zonal serves the zone-scoped names of headless services
+	// (<zone>.pin._zone.<svc>.<ns>.svc.<zone>, and prefer).
+	Zonal bool
 
 	snap atomic.Pointer[Snapshot]
+	// owned are the address ranges whose reverse names are answered with
+	// authority even when fallthrough would pass them on (reverse_cidrs).
+	owned atomic.Pointer[[]netip.Prefix]
 	// zoneNames are the SOA's names by zone, made on first use (Zones are
 	// set by then).
 	namesOnce sync.Once
@@ -121,11 +127,44 @@ func (srv *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	}
 	q := &Query{Ctx: ctx, W: w, Req: r, Snap: snap, Zone: zi, Qtype: question.Qtype, Owner: question.Name, Lower: lower}
 	res := srv.lookup(q, rest)
-	if res.Rcode == dns.RcodeNameError && srv.Fall.Through(question.Name) {
+	if res.Rcode == dns.RcodeNameError && srv.Fall.Through(question.Name) && !srv.ownsReverse(q) {
 		srv.Replies.Fallthrough.Inc()
 		return plugin.NextOrFailure(srv.Plugin, srv.Next, ctx, w, r)
 	}
 	return srv.write(q, res)
+}
+
+// SetOwnedRanges says which address ranges are the cluster's own: the
+// reverse name of an address in one of them that no object owns is
+// NXDOMAIN from this server, with its SOA, and never passed on by
+// fallthrough, so internal addresses do not leak upstream.
+func (srv *Server) SetOwnedRanges(ranges []netip.Prefix) { srv.owned.Store(&ranges) }
+
+// OwnedRanges are the ranges SetOwnedRanges set last.
+func (srv *Server) OwnedRanges() []netip.Prefix {
+	if p := srv.owned.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// ownsReverse tells whether q asks for the reverse name of an address in
+// an owned range.
+func (srv *Server) ownsReverse(q *Query) bool {
+	ranges := srv.owned.Load()
+	if ranges == nil || !IsReverse(srv.Zones[q.Zone]) {
+		return false
+	}
+	ip, ok := dnsname.ReverseAddr(q.Lower)
+	if !ok {
+		return false
+	}
+	for _, r := range *ranges {
+		if r.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // ZoneIndex is the index in Zones of the zone of name (the longest that
@@ -193,9 +232,12 @@ func (srv *Server) lookup(q *Query, rest string) Result {
 			return NXDomain
 		}
 		return Result{}
-	case NameService, NameHost, NameProto, NamePort:
+	case NameService, NameHost, NameProto, NamePort, NameZonal:
 		svc := q.Snap.Service(n.Key)
-		if svc == nil {
+		if svc == nil || (svc.kind == Headless && len(svc.endpoints) == 0 && n.Kind != NameZonal) {
+			// A headless service without endpoints is kept for its zonal
+			// names alone (NODATA, as stock has them); its other names do
+			// not exist.
 			return NXDomain
 		}
 		return srv.serviceAnswer(q, svc, &n)
@@ -243,15 +285,16 @@ func (srv *Server) serviceAnswer(q *Query, svc *Service, n *Name) Result {
 		if svc.kind == Alias {
 			return srv.aliasAnswer(q, svc)
 		}
+		sel := svc.nameSelection()
 		switch q.Qtype {
 		case dns.TypeSRV:
-			return srv.srvAnswer(q, svc, -1, q.Lower)
+			return srv.srvAnswer(q, svc, -1, q.Lower, sel, "")
 		case dns.TypeANY:
-			addrs := q.addrs(svc, all(svc), nil, q.Owner, srv.TTL)
-			srvs := srv.srvAnswer(q, svc, -1, q.Lower)
+			addrs := q.addrs(svc, sel, nil, q.Owner, srv.TTL)
+			srvs := srv.srvAnswer(q, svc, -1, q.Lower, sel, "")
 			return Result{Answer: append(addrs, srvs.Answer...)}
 		}
-		return Result{Answer: q.addrsFor(svc, all(svc), srv.TTL)}
+		return Result{Answer: q.addrsFor(svc, sel, srv.TTL)}
 	case NameHost:
 		eps := svc.hostEndpoints(n.Host)
 		if len(eps) == 0 {
@@ -263,6 +306,8 @@ func (srv *Server) serviceAnswer(q *Query, svc *Service, n *Name) Result {
 			return NXDomain
 		}
 		return Result{}
+	case NameZonal:
+		return srv.zonalAnswer(q, svc, n)
 	}
 	pi := svc.port(n.Port)
 	if pi < 0 {
@@ -271,7 +316,30 @@ func (srv *Server) serviceAnswer(q *Query, svc *Service, n *Name) Result {
 	if q.Qtype != dns.TypeSRV && q.Qtype != dns.TypeANY {
 		return Result{}
 	}
-	return srv.srvAnswer(q, svc, pi, q.Lower[len(n.Port)+1:])
+	return srv.srvAnswer(q, svc, pi, q.Lower[len(n.Port)+1:], svc.nameSelection(), q.Owner)
+}
+
+// zonalAnswer answers <zone>.pin._zone.<svc>... and <zone>.prefer._zone...
+// (the zonal option, as stock CoreDNS 1.15 defines them): a headless
+// service's endpoints in that topology zone, A, AAAA and SRV only. A pin
+// with none there is NODATA, also when the service has no endpoints at
+// all; a prefer widens to every endpoint. Other services have no such
+// names.
+func (srv *Server) zonalAnswer(q *Query, svc *Service, n *Name) Result {
+	if !srv.Zonal || svc.kind != Headless {
+		return NXDomain
+	}
+	sel := svc.inZone(n.TopologyZone)
+	if sel.len() == 0 && n.Prefer {
+		sel = all(svc)
+	}
+	switch q.Qtype {
+	case dns.TypeA, dns.TypeAAAA:
+		return Result{Answer: q.addrsFor(svc, sel, srv.TTL)}
+	case dns.TypeSRV:
+		return srv.srvAnswer(q, svc, -1, ServiceName(svc, srv.Zones[q.Zone]), sel, q.Owner)
+	}
+	return Result{}
 }
 
 // maxAliasHops bounds CNAME chains between our own aliases.

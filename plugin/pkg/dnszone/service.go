@@ -57,8 +57,9 @@ type Service struct {
 	// port numbers (multicluster: one per cluster and slice); index 0 is
 	// the default.
 	groups []Group
-	// targets counts the distinct SRV targets (host names).
-	targets int
+	// preferred are the endpoints (by index) of Preferred groups, when
+	// there are any: the service name answers with these alone.
+	preferred []int
 	// target of an Alias, fully qualified, lower case.
 	target string
 	// turn rotates multi-record answers between responses.
@@ -104,6 +105,14 @@ type Port struct {
 type Group struct {
 	Suffix string
 	Ports  []uint16
+	// Zone is the endpoints' topology zone, for zonal names ("" for none
+	// or unknown: never matched).
+	Zone string
+	// Preferred endpoints are the only ones the service name answers with
+	// (its A, AAAA, ANY and SRV), when a service has any; host names and
+	// PTR records are never filtered. Multicluster: the local cluster's,
+	// for a PreferClose import.
+	Preferred bool
 }
 
 // defaultGroups is the one group of a service whose endpoints all come
@@ -172,7 +181,7 @@ func NewVirtual(key string, addrs []netip.Addr, ports []Port) *Service {
 	for i, a := range addrs {
 		eps[i] = NewEndpoint(a, "", 0, false)
 	}
-	s := &Service{key: key, kind: Virtual, ports: namedPorts(ports), groups: defaultGroups, targets: 1}
+	s := &Service{key: key, kind: Virtual, ports: namedPorts(ports), groups: defaultGroups}
 	s.setEndpoints(eps)
 	return s
 }
@@ -185,34 +194,35 @@ func NewHeadless(key string, eps []Endpoint, ports []Port, groups []Group) *Serv
 	}
 	s := &Service{key: key, kind: Headless, ports: namedPorts(ports), groups: groups}
 	s.setEndpoints(eps)
-	s.targets = s.countTargets()
+	s.preferred = s.inGroups(func(g *Group) bool { return g.Preferred })
 	return s
 }
 
-// countTargets counts the distinct host names, as srvTargets lists them,
-// without making the dashed labels: an endpoint named by its address is a
-// target of its own unless an explicit hostname spells the same.
-func (s *Service) countTargets() int {
-	explicit := map[string]struct{}{}
+// inGroups are the indexes of the endpoints whose group satisfies match;
+// nil when none does.
+func (s *Service) inGroups(match func(*Group) bool) []int {
+	var out []int
 	for i := range s.endpoints {
-		if e := &s.endpoints[i]; e.named() && e.host != 0 {
-			explicit[s.label(e)+s.groups[e.group].Suffix] = struct{}{}
+		if match(&s.groups[s.endpoints[i].group]) {
+			out = append(out, i)
 		}
 	}
-	n := len(explicit)
-	for i := range s.endpoints {
-		e := &s.endpoints[i]
-		if !e.named() || e.host != 0 {
-			continue
-		}
-		if len(explicit) > 0 {
-			if _, ok := explicit[s.label(e)+s.groups[e.group].Suffix]; ok {
-				continue
-			}
-		}
-		n++
+	return slices.Clip(out)
+}
+
+// nameSelection is the endpoints the service name answers with: the
+// preferred ones if there are any, else all.
+func (s *Service) nameSelection() selection {
+	if s.preferred != nil {
+		return selection{idx: s.preferred}
 	}
-	return n
+	return all(s)
+}
+
+// inZone is the selection of endpoints in topology zone (lower case).
+func (s *Service) inZone(zone string) selection {
+	idx := s.inGroups(func(g *Group) bool { return g.Zone != "" && strings.EqualFold(g.Zone, zone) })
+	return selection{idx: idx}
 }
 
 // NewAlias is an ExternalName service: a CNAME to target.
@@ -281,12 +291,14 @@ type target struct {
 	sel    selection
 }
 
-// srvTargets lists the SRV targets of a headless service, in name order,
-// each with its endpoints (IPv4 first, as stored).
-func (s *Service) srvTargets() []target {
+// srvTargets lists the SRV targets of the selected endpoints of a
+// headless service, in name order, each with its endpoints (IPv4 first,
+// as stored).
+func (s *Service) srvTargets(sel selection) []target {
 	byPrefix := map[string]int{}
 	var out []target
-	for i := range s.endpoints {
+	for k := range sel.len() {
+		i := sel.at(k)
 		e := &s.endpoints[i]
 		if !e.named() {
 			continue
@@ -362,9 +374,9 @@ func (s *Service) portNumber(i int, g uint8) uint16 {
 	return s.ports[i].Number
 }
 
-// weight is the SRV weight of each of the service's targets: the load
-// spread evenly, as the stock plugin does.
-func (s *Service) weight() uint16 { return uint16(max(1, 100/max(1, s.targets))) }
+// weight is the SRV weight of each of n targets: the load spread evenly,
+// as the stock plugin does.
+func weight(n int) uint16 { return uint16(max(1, 100/max(1, n))) }
 
 // underscored tells whether s is "_" followed by label.
 func underscored(s, label string) bool {

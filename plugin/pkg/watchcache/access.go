@@ -22,6 +22,7 @@ var resourceGroups = map[Kind]string{
 	Namespaces:     "",
 	Pods:           "",
 	ServiceImports: "multicluster.x-k8s.io",
+	ServiceCIDRs:   "networking.k8s.io",
 }
 
 // qualifiedResource names k the way RBAC rules and kubectl do:

@@ -35,10 +35,13 @@ const (
 	Namespaces
 	Pods
 	ServiceImports
+	// ServiceCIDRs (networking.k8s.io/v1): the cluster's service ranges.
+	// Optional: an API server that does not serve them gives none.
+	ServiceCIDRs
 )
 
 // allKinds in a stable order, for loops and messages.
-var allKinds = []Kind{Services, EndpointSlices, Namespaces, Pods, ServiceImports}
+var allKinds = []Kind{Services, EndpointSlices, Namespaces, Pods, ServiceImports, ServiceCIDRs}
 
 // String names the resources in k, as the API does.
 func (k Kind) String() string {
@@ -57,6 +60,7 @@ var resourceNames = map[Kind]string{
 	Namespaces:     "namespaces",
 	Pods:           "pods",
 	ServiceImports: "serviceimports",
+	ServiceCIDRs:   "servicecidrs",
 }
 
 // registry holds the live caches. It is process-wide on purpose: sharing

@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 
 	"k8s.io/client-go/rest"
@@ -27,10 +28,49 @@ type Config struct {
 	// `endpoint_pod_names` option). Without it the names, which no other
 	// answer needs, are not kept: at 100k endpoints they are 5 MB.
 	EndpointPodNames bool
+	// Limits of the client's calls; nil for the defaults. The stanzas of
+	// one Corefile that share a connection share one Limits (ShareLimits).
+	Limits *Limits
 }
 
+// Limits bound the calls to the API server (the apiserver_qps,
+// apiserver_burst and apiserver_max_inflight options); zero means the
+// default: 50 calls a second, bursts of 100, no bound on calls in flight.
+type Limits struct {
+	QPS         float32
+	Burst       int
+	MaxInflight int
+}
+
+// Default client limits: watches are long-lived and few; client-go's own
+// defaults (5 QPS) only slow relists.
+const (
+	defaultQPS   = 50
+	defaultBurst = 100
+)
+
 func (c Config) key() string {
+	return c.connectionKey() + " " + fmt.Sprint(c.limits())
+}
+
+// connectionKey says which API server and objects, whatever the limits.
+func (c Config) connectionKey() string {
 	return fmt.Sprintf("%q %q %q %q %q %q %q %t", c.Kubeconfig, c.Context, c.Endpoint, c.TLSCert, c.TLSKey, c.TLSCA, c.LabelSelector, c.EndpointPodNames)
+}
+
+// limits are the limits in effect: the defaults for what is not set.
+func (c Config) limits() Limits {
+	l := Limits{QPS: defaultQPS, Burst: defaultBurst}
+	if c.Limits != nil {
+		if c.Limits.QPS > 0 {
+			l.QPS = c.Limits.QPS
+		}
+		if c.Limits.Burst > 0 {
+			l.Burst = c.Limits.Burst
+		}
+		l.MaxInflight = c.Limits.MaxInflight
+	}
+	return l
 }
 
 // Validate checks what can be checked before connecting: that the files
@@ -75,7 +115,33 @@ func (c Config) restConfig() (*rest.Config, error) {
 		}
 	}
 	cfg.UserAgent = "schemadns-coredns"
-	// Watches are long-lived and few; the defaults (5 QPS) only slow relists.
-	cfg.QPS, cfg.Burst = 50, 100
+	l := c.limits()
+	cfg.QPS, cfg.Burst = l.QPS, l.Burst
+	if l.MaxInflight > 0 {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return newInflightLimit(rt, l.MaxInflight) })
+	}
 	return cfg, nil
+}
+
+// inflightLimit lets at most cap(slots) calls wait for their response
+// headers at once. A watch holds its slot until the stream starts, not
+// for the stream's life, so a bound below the number of watches cannot
+// starve them.
+type inflightLimit struct {
+	next  http.RoundTripper
+	slots chan struct{}
+}
+
+func newInflightLimit(next http.RoundTripper, max int) *inflightLimit {
+	return &inflightLimit{next: next, slots: make(chan struct{}, max)}
+}
+
+func (l *inflightLimit) RoundTrip(r *http.Request) (*http.Response, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-r.Context().Done():
+		return nil, fmt.Errorf("waiting for one of %d API calls in flight: %w", cap(l.slots), r.Context().Err())
+	}
+	defer func() { <-l.slots }()
+	return l.next.RoundTrip(r)
 }

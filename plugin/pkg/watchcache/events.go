@@ -97,6 +97,8 @@ func eventFor(k Kind, obj any) Event {
 		return Event{Kind: k, Namespace: o.namespace, Name: o.name}
 	case *Namespace:
 		return Event{Kind: k, Namespace: o.name, Name: o.name}
+	case *ServiceCIDR:
+		return Event{Kind: k, Name: o.name}
 	}
 	return Event{}
 }

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +33,9 @@ type informer struct {
 	// probe tells whether the API server answers on the informer's
 	// connection (probe.go).
 	probe func(context.Context) error
+	// absent: the API server does not serve the resource; nothing is
+	// called, so no permission is needed.
+	absent bool
 }
 
 // source is how one resource is listed and converted.
@@ -57,14 +61,58 @@ func (c *Cache) source(k Kind) source {
 	case Pods:
 		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, all),
 			&corev1.Pod{}, toPod}
+	case ServiceCIDRs:
+		return source{cache.NewFilteredListWatchFromClient(c.core.NetworkingV1().RESTClient(), "servicecidrs", metav1.NamespaceAll, all),
+			&networkingv1.ServiceCIDR{}, toServiceCIDR}
 	default:
 		return source{cache.NewFilteredListWatchFromClient(c.mcs.MulticlusterV1alpha1().RESTClient(), "serviceimports", metav1.NamespaceAll, all),
 			&mcsv1alpha1.ServiceImport{}, toServiceImport}
 	}
 }
 
+// serves tells whether the API server serves resource in groupVersion, by
+// discovery. When discovery itself fails (the server is unreachable) it
+// says yes: the informer then reports the outage, and retries.
+func (c *Cache) serves(groupVersion, resource string) bool {
+	list, err := c.core.Discovery().ServerResourcesForGroupVersion(groupVersion)
+	if err != nil {
+		return !apierrors.IsNotFound(err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyListWatch stands in for a resource the API server does not serve:
+// an empty list, then a watch that sends nothing until it is stopped.
+func emptyListWatch() *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &metav1.List{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+			// Open and quiet until the informer stops: nothing will ever
+			// change. An empty watch, closed at once, is what client-go
+			// returns for a dropped connection (isEmptyWatch).
+			w := watch.NewFake()
+			go func() { <-ctx.Done(); w.Stop() }()
+			return w, nil
+		},
+	}
+}
+
 func (c *Cache) newInformer(k Kind) *informer {
 	src := c.source(k)
+	// ServiceCIDRs are optional: an API server that does not serve them
+	// (before Kubernetes 1.33, or with the API turned off) has none.
+	absent := k == ServiceCIDRs && !c.serves(networkingv1.SchemeGroupVersion.String(), resourceNames[k])
+	if absent {
+		log.Infof("the API server does not serve %s: no service ranges are known from it", qualifiedResource(k))
+		src.lw = emptyListWatch()
+	}
 	state := newConnState(k)
 	idx := newIndexes(k)
 	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
@@ -73,7 +121,8 @@ func (c *Cache) newInformer(k Kind) *informer {
 		Handler:       c.handler(k, idx),
 		Transform:     src.transform,
 	})
-	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state, probe: readyzProbe(c.probeClient(k))}
+	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state, absent: absent,
+		probe: readyzProbe(c.probeClient(k))}
 }
 
 // start runs the informer, and checkAccess beside it so that a missing
@@ -81,6 +130,9 @@ func (c *Cache) newInformer(k Kind) *informer {
 func (inf *informer) start(checkAccess func(context.Context, *informer)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	inf.cancel, inf.done = cancel, make(chan struct{})
+	if inf.absent {
+		checkAccess = func(context.Context, *informer) { inf.state.accessChecked() }
+	}
 	inf.state.recheck = func() { go checkAccess(ctx, inf) }
 	informerStarted(inf.kind)
 	go func() {

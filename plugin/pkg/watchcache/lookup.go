@@ -115,6 +115,9 @@ func (c *Cache) ServiceImport(ns, name string) *ServiceImport {
 // ServiceImports returns every cached import.
 func (c *Cache) ServiceImports() []*ServiceImport { return list[ServiceImport](c, ServiceImports) }
 
+// ServiceCIDRs returns every cached service range.
+func (c *Cache) ServiceCIDRs() []*ServiceCIDR { return list[ServiceCIDR](c, ServiceCIDRs) }
+
 // Pods returns every cached pod.
 func (c *Cache) Pods() []*Pod { return list[Pod](c, Pods) }
 
@@ -127,6 +130,8 @@ type EndpointAddr struct {
 	Cluster string
 	// Slice is the name of the slice the address came from.
 	Slice string
+	// Zone is the endpoint's topology zone ("" when the slice gives none).
+	Zone string
 }
 
 // ServedEndpoints merges the slices of one service into the addresses DNS
@@ -148,7 +153,7 @@ func ServedEndpoints(slices_ []*EndpointSlice, publishNotReady bool, dup func(ke
 				continue
 			}
 			for _, a := range e.Addresses {
-				ea := EndpointAddr{Addr: a, Hostname: e.Hostname, PodName: e.PodName, Cluster: s.SourceCluster, Slice: s.name}
+				ea := EndpointAddr{Addr: a, Hostname: e.Hostname, PodName: e.PodName, Cluster: s.SourceCluster, Slice: s.name, Zone: s.Zone(&e)}
 				if i, ok := seen[a]; ok {
 					if dup != nil {
 						dup(out[i], ea)

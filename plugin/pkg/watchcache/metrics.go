@@ -1,8 +1,6 @@
 package watchcache
 
 import (
-	"time"
-
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -33,26 +31,4 @@ var (
 		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "events_total",
 		Help: "Changes received from the API.",
 	}, []string{"resource"})
-
-	// ProgrammingLatency is the time from a change in the API to the
-	// moment a plugin serves the new answer.
-	ProgrammingLatency = promauto.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "dns_programming_duration_seconds",
-		Help:    "Time from a change in the API to the new answer being served, by plugin and service kind.",
-		Buckets: LatencyBuckets,
-	}, []string{"plugin", "service_kind"})
 )
-
-// LatencyBuckets span 1 ms to about 30 s.
-var LatencyBuckets = prometheus.ExponentialBuckets(0.001, 2, 16)
-
-// ObserveProgrammed records that plugin now serves the change ev of a
-// service of kind sk, in the cache's histogram and in the plugin's own
-// (labelled by service kind only), when it has one.
-func ObserveProgrammed(plugin string, sk ServiceKind, ev Event, own *prometheus.HistogramVec) {
-	d := time.Since(ev.Changed).Seconds()
-	ProgrammingLatency.WithLabelValues(plugin, string(sk)).Observe(d)
-	if own != nil {
-		own.WithLabelValues(string(sk)).Observe(d)
-	}
-}

@@ -1,6 +1,8 @@
 package watchcache
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -13,6 +15,9 @@ import (
 //	kubeconfig KUBECONFIG [CONTEXT]
 //	endpoint URL
 //	tls CERT KEY CACERT
+//	apiserver_qps QPS
+//	apiserver_burst BURST
+//	apiserver_max_inflight MAX
 //
 // opt is the option's name and args its arguments. It reports whether opt
 // was one of these; errors name the Corefile's file and line, and files
@@ -43,10 +48,104 @@ func ParseConnectionOption(c *caddy.Controller, opt string, args []string, cfg *
 		if err := (Config{TLSCert: args[0], TLSKey: args[1], TLSCA: args[2]}).Validate(); err != nil {
 			return true, c.Errf("tls: %v", err)
 		}
+	case "apiserver_qps", "apiserver_burst", "apiserver_max_inflight":
+		return true, parseLimit(c, opt, args, cfg)
 	default:
 		return false, nil
 	}
 	return true, nil
+}
+
+// parseLimit parses one of the client limits into cfg.Limits: a number
+// from 0 (the default) up.
+func parseLimit(c *caddy.Controller, opt string, args []string, cfg *Config) error {
+	if len(args) != 1 {
+		return c.ArgErr()
+	}
+	if cfg.Limits == nil {
+		cfg.Limits = &Limits{}
+	}
+	if opt == "apiserver_qps" {
+		qps, err := strconv.ParseFloat(args[0], 32)
+		if err != nil || qps < 0 || math.IsInf(qps, 0) || math.IsNaN(qps) {
+			return c.Errf("apiserver_qps: want a number of calls a second, 0 or more, got %q", args[0])
+		}
+		cfg.Limits.QPS = float32(qps)
+		return nil
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 0 {
+		return c.Errf("%s: want a whole number, 0 or more, got %q", opt, args[0])
+	}
+	if opt == "apiserver_burst" {
+		cfg.Limits.Burst = n
+	} else {
+		cfg.Limits.MaxInflight = n
+	}
+	return nil
+}
+
+// sharedLimits is the key, in a Corefile instance's storage, of the limits
+// of each connection its stanzas use.
+type sharedLimits struct{}
+
+// ShareLimits makes the stanzas of one Corefile that use the same
+// connection share their client limits, so the connection has one set:
+// each value set by any of them applies to all, and two stanzas that set
+// a value differently are an error. Call it when a stanza is parsed.
+func ShareLimits(c *caddy.Controller, plugin string, cfg *Config) error {
+	byConn, _ := c.Get(sharedLimits{}).(map[string]*namedLimits)
+	if byConn == nil {
+		byConn = map[string]*namedLimits{}
+		c.Set(sharedLimits{}, byConn)
+	}
+	key := cfg.connectionKey()
+	shared, ok := byConn[key]
+	if !ok {
+		shared = &namedLimits{Limits: &Limits{}}
+		byConn[key] = shared
+	}
+	if cfg.Limits != nil {
+		if err := shared.merge(plugin, *cfg.Limits); err != nil {
+			return c.Errf("%v", err)
+		}
+	}
+	cfg.Limits = shared.Limits
+	return nil
+}
+
+// namedLimits are a connection's limits and which plugin set each.
+type namedLimits struct {
+	*Limits
+	qpsBy, burstBy, inflightBy string
+}
+
+// merge takes the values l sets; one set differently before is an error
+// naming both plugins.
+func (n *namedLimits) merge(plugin string, l Limits) error {
+	conflict := func(opt, by string, was, is any) error {
+		return fmt.Errorf("%s sets %s %v, but %s, which shares its connection to the API server, set %v: one connection has one limit; set the same value in both or in one",
+			plugin, opt, is, by, was)
+	}
+	if l.QPS > 0 {
+		if n.QPS > 0 && n.QPS != l.QPS {
+			return conflict("apiserver_qps", n.qpsBy, n.QPS, l.QPS)
+		}
+		n.QPS, n.qpsBy = l.QPS, plugin
+	}
+	if l.Burst > 0 {
+		if n.Burst > 0 && n.Burst != l.Burst {
+			return conflict("apiserver_burst", n.burstBy, n.Burst, l.Burst)
+		}
+		n.Burst, n.burstBy = l.Burst, plugin
+	}
+	if l.MaxInflight > 0 {
+		if n.MaxInflight > 0 && n.MaxInflight != l.MaxInflight {
+			return conflict("apiserver_max_inflight", n.inflightBy, n.MaxInflight, l.MaxInflight)
+		}
+		n.MaxInflight, n.inflightBy = l.MaxInflight, plugin
+	}
+	return nil
 }
 
 // MaxTTL is the largest ttl the cache's plugins accept, in seconds.

@@ -1,0 +1,119 @@
+package dnszone
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// serveOne answers one question from a snapshot of svcs, as ServeDNS does.
+func serveOne(t *testing.T, srv *Server, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	r := new(dns.Msg)
+	r.SetQuestion(name, qtype)
+	w := dnstest.NewRecorder(&test.ResponseWriter{})
+	if _, err := srv.ServeDNS(context.Background(), w, r); err != nil {
+		t.Fatalf("%s %s: %v", name, dns.TypeToString[qtype], err)
+	}
+	return w.Msg
+}
+
+func testServer(zonal bool, svcs ...*Service) *Server {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "replies"}, []string{"outcome"})
+	srv := &Server{Plugin: "test", Zones: []string{"cluster.local."}, TTL: 5, Replies: NewCounters(vec), Zonal: zonal}
+	e := NewEdit(1)
+	for _, s := range svcs {
+		e.Put(s)
+		e.AddPTRs(s)
+	}
+	srv.Publish(e.Done())
+	return srv
+}
+
+// lines are the records of a section as text, sorted (rotation aside).
+func lines(rrs []dns.RR) []string {
+	var out []string
+	for _, rr := range rrs {
+		out = append(out, strings.ReplaceAll(rr.String(), "\t", " "))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func checkReply(t *testing.T, m *dns.Msg, rcode int, answer ...string) {
+	t.Helper()
+	if m.Rcode != rcode || !m.Authoritative {
+		t.Errorf("%s: rcode %s (aa %t), want %s", m.Question[0].Name, dns.RcodeToString[m.Rcode], m.Authoritative, dns.RcodeToString[rcode])
+	}
+	slices.Sort(answer)
+	if got := lines(m.Answer); !slices.Equal(got, answer) {
+		t.Errorf("%s %s: answer\n%s\nwant\n%s", m.Question[0].Name, dns.TypeToString[m.Question[0].Qtype], strings.Join(got, "\n"), strings.Join(answer, "\n"))
+	}
+	if len(m.Answer) == 0 && (len(m.Ns) != 1 || m.Ns[0].Header().Rrtype != dns.TypeSOA) {
+		t.Errorf("%s: negative answer without the SOA: %v", m.Question[0].Name, m.Ns)
+	}
+}
+
+// TestZonalNames: a pin selects the endpoints of the zone, prefer falls
+// back to all, other types are NODATA, virtual services and a server
+// without the option have no such names; a headless service without
+// endpoints has its zonal names (NODATA) and no other.
+func TestZonalNames(t *testing.T) {
+	a := netip.MustParseAddr
+	groups := []Group{{}, {Zone: "zone-a"}, {Zone: "zone-b"}}
+	db := NewHeadless("db.ns1", []Endpoint{
+		NewEndpoint(a("10.0.0.1"), "", 1, true), NewEndpoint(a("10.0.0.2"), "", 2, true), NewEndpoint(a("10.0.0.3"), "", 0, true),
+	}, []Port{{Name: "pg", Proto: "tcp", Number: 5432}}, groups)
+	web := NewVirtual("web.ns1", []netip.Addr{a("10.96.0.1")}, nil)
+	empty := NewHeadless("empty.ns1", nil, nil, nil)
+	srv := testServer(true, db, web, empty)
+	checkReply(t, serveOne(t, srv, "zone-a.pin._zone.empty.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeSuccess)
+	checkReply(t, serveOne(t, srv, "empty.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeNameError)
+	pin := "zone-a.pin._zone.db.ns1.svc.cluster.local."
+	checkReply(t, serveOne(t, srv, pin, dns.TypeA), dns.RcodeSuccess, pin+" 5 IN A 10.0.0.1")
+	checkReply(t, serveOne(t, srv, "ZONE-B.pin._zone.db.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeSuccess, "ZONE-B.pin._zone.db.ns1.svc.cluster.local. 5 IN A 10.0.0.2")
+	checkReply(t, serveOne(t, srv, pin, dns.TypeSRV), dns.RcodeSuccess, pin+" 5 IN SRV 0 100 5432 10-0-0-1.db.ns1.svc.cluster.local.")
+	checkReply(t, serveOne(t, srv, pin, dns.TypeTXT), dns.RcodeSuccess)
+	checkReply(t, serveOne(t, srv, pin, dns.TypeANY), dns.RcodeSuccess)
+	checkReply(t, serveOne(t, srv, "zone-c.pin._zone.db.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeSuccess)
+	prefer := "zone-c.prefer._zone.db.ns1.svc.cluster.local."
+	checkReply(t, serveOne(t, srv, prefer, dns.TypeA), dns.RcodeSuccess, prefer+" 5 IN A 10.0.0.1", prefer+" 5 IN A 10.0.0.2", prefer+" 5 IN A 10.0.0.3")
+	checkReply(t, serveOne(t, srv, "zone-a.prefer._zone.db.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeSuccess, "zone-a.prefer._zone.db.ns1.svc.cluster.local. 5 IN A 10.0.0.1")
+	checkReply(t, serveOne(t, srv, "zone-a.pin._zone.web.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeNameError)
+	checkReply(t, serveOne(t, srv, "zone-a.pin._zone.none.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeNameError)
+	checkReply(t, serveOne(t, srv, "zone-a.near._zone.db.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeNameError)
+	checkReply(t, serveOne(t, testServer(false, db), pin, dns.TypeA), dns.RcodeNameError)
+}
+
+// TestPreferredGroups: the service name answers with the preferred
+// endpoints when there are any; host names and PTR records are not
+// filtered; without preferred endpoints every endpoint answers.
+func TestPreferredGroups(t *testing.T) {
+	a := netip.MustParseAddr
+	groups := []Group{{Suffix: ".local-c", Preferred: true}, {Suffix: ".remote-c"}}
+	db := NewHeadless("db.ns1", []Endpoint{
+		NewEndpoint(a("10.0.0.1"), "db-0", 0, true), NewEndpoint(a("10.1.0.1"), "db-0", 1, true),
+	}, []Port{{Name: "pg", Proto: "tcp", Number: 5432}}, groups)
+	remoteOnly := NewHeadless("cache.ns1", []Endpoint{NewEndpoint(a("10.1.0.2"), "", 1, true)}, nil, groups)
+	srv := testServer(false, db, remoteOnly)
+	name := "db.ns1.svc.cluster.local."
+	checkReply(t, serveOne(t, srv, name, dns.TypeA), dns.RcodeSuccess, name+" 5 IN A 10.0.0.1")
+	m := serveOne(t, srv, name, dns.TypeSRV)
+	checkReply(t, m, dns.RcodeSuccess, "_pg._tcp."+name+" 5 IN SRV 0 100 5432 db-0.local-c."+name)
+	if got := lines(m.Extra); !slices.Equal(got, []string{"db-0.local-c." + name + " 5 IN A 10.0.0.1"}) {
+		t.Errorf("SRV extra: %v", got)
+	}
+	checkReply(t, serveOne(t, srv, "_pg._tcp."+name, dns.TypeSRV), dns.RcodeSuccess, "_pg._tcp."+name+" 5 IN SRV 0 100 5432 db-0.local-c."+name)
+	checkReply(t, serveOne(t, srv, "db-0.remote-c."+name, dns.TypeA), dns.RcodeSuccess, "db-0.remote-c."+name+" 5 IN A 10.1.0.1")
+	checkReply(t, serveOne(t, srv, "cache.ns1.svc.cluster.local.", dns.TypeA), dns.RcodeSuccess, "cache.ns1.svc.cluster.local. 5 IN A 10.1.0.2")
+	if s := srv.Snapshot(); len(s.ptrOf(a("10.1.0.1"))) != 1 {
+		t.Errorf("the remote endpoint lost its PTR")
+	}
+}
