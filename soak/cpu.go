@@ -40,8 +40,10 @@ func machineBusy() (float64, error) {
 	return 0, fmt.Errorf("/proc/stat has no cpu line")
 }
 
-// pidsOf finds the processes whose command line holds both the binary's
-// base name and marker (the run's work directory).
+// pidsOf finds the processes whose program's base name starts with
+// binary (the tools cache appends the version) and whose command line
+// holds marker (the run's work directory). The program name alone is
+// matched: kube-apiserver's arguments name etcd too.
 func pidsOf(binary, marker string) []int {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var out []int
@@ -50,8 +52,8 @@ func pidsOf(binary, marker string) []int {
 		if err != nil {
 			continue
 		}
-		cmd := string(b)
-		if strings.Contains(cmd, binary) && strings.Contains(cmd, marker) {
+		prog, _, _ := strings.Cut(string(b), "\x00")
+		if strings.HasPrefix(filepath.Base(prog), binary) && strings.Contains(string(b), marker) {
 			if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
 				out = append(out, pid)
 			}
