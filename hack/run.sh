@@ -60,6 +60,8 @@ Serving Corefile.example on 127.0.0.1:1053. Try:
   dig @127.0.0.1 -p 1053 db.demo.svc.clusterset.local A
   dig @127.0.0.1 -p 1053 db-0.cluster-west.db.demo.svc.clusterset.local A
   dig @127.0.0.1 -p 1053 _pg._tcp.db.demo.svc.clusterset.local SRV
+  dig @127.0.0.1 -p 1053 cache.demo.svc.clusterset.local A    (PreferClose: this cluster's endpoint only)
+  dig @127.0.0.1 -p 1053 cache-1.cluster-west.cache.demo.svc.clusterset.local A
   dig @127.0.0.1 -p 1053 -x 10.245.1.10    (an imported address: the multicluster PTR)
   dig @127.0.0.1 -p 1053 -x 10.244.1.10    (a local endpoint: the cluster-local PTR wins)
   dig @127.0.0.1 -p 1053 dns-version.clusterset.local TXT

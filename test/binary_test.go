@@ -1,8 +1,8 @@
 package test
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -379,28 +380,44 @@ func extractLayerFile(t *testing.T, l v1.Layer, name string) string {
 	return path
 }
 
-// freeLoopbackPort is a loopback port free for both UDP and TCP when asked; the
-// server started on it later may still lose a race for it, which the
-// other tests here accept too.
+// freeLoopbackPort is a loopback port free for both UDP and TCP when asked,
+// never handed out twice in this process, and below the kernel's ephemeral
+// range (32768 up). A port from that range can become a client's own
+// source port: a UDP query sent to it before the server binds it then
+// comes back to the client as its own reply (no QR flag, NOERROR), which
+// failed TestDeployLeastPrivilege now and then. Below the range no client
+// socket and no port-0 bind of another server can take it.
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
-	for range 20 {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for range 200 {
+		port := 20000 + rand.IntN(12000)
+		if portsGiven[port] {
+			continue
 		}
-		port := pc.LocalAddr().(*net.UDPAddr).Port
+		pc, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		pc.Close()
 		if err != nil {
 			continue
 		}
 		l.Close()
+		portsGiven[port] = true
 		return port
 	}
 	t.Fatal("no loopback port free for both UDP and TCP")
 	return 0
 }
+
+// portsGiven are the ports freeLoopbackPort handed out.
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[int]bool{}
+)
 
 // TestImageBinaryBindsPort53AsNonRoot: the image's /coredns carries the
 // file capability cap_net_bind_service=+ep (what the pod spec's

@@ -25,6 +25,39 @@ func gaugeValue(t *testing.T, name string) float64 {
 	return 0
 }
 
+// informerCounts reads coredns_watchcache_informers, by resource, from the
+// default registry (a resource never watched reads 0).
+func informerCounts(t *testing.T) map[string]float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{"services": 0, "endpointslices": 0, "serviceimports": 0}
+	for _, mf := range mfs {
+		if mf.GetName() != "coredns_watchcache_informers" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if _, ok := out[l.GetValue()]; ok && l.GetName() == "resource" {
+					out[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return out
+}
+
+// addCounts is a with delta added.
+func addCounts(a, delta map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range a {
+		out[k] = v + delta[k]
+	}
+	return out
+}
+
 // programmingCounts reads how many changes plugin has served, by service
 // kind, from the programming histogram in the default registry.
 func programmingCounts(t *testing.T, plugin string) map[string]uint64 {

@@ -46,15 +46,19 @@ clusterset.local:0 {
 `
 	for _, tc := range []struct{ name, corefile string }{{"one block", mcCorefile}, {"two blocks", twoBlocks}} {
 		t.Run(tc.name, func(t *testing.T) {
-			if u := mcCaches(e.kubeconfig); len(u) != 0 {
-				t.Fatalf("caches open before the server starts: %+v", u)
-			}
+			informersBefore := informerCounts(t)
+			t.Cleanup(func() {
+				// Registered first, so it runs after the server's own
+				// cleanup stopped it: no informer is left running.
+				if got := informerCounts(t); !maps.Equal(got, informersBefore) {
+					t.Errorf("coredns_watchcache_informers %v after the server stopped, want %v", got, informersBefore)
+				}
+			})
 			before := e.settledAPIWatches()
 			s := startServer(t, fmt.Sprintf(tc.corefile, e.kubeconfig))
-			u := mcCaches(e.kubeconfig)
-			want := map[string]int{"services": 2, "endpointslices": 2, "serviceimports": 1}
-			if len(u) != 1 || u[0].Handles != 2 || !maps.Equal(u[0].Watches, want) {
-				t.Fatalf("caches: %+v; want one, held by 2 handles, watches %v", u, want)
+			// One informer per resource for both plugins.
+			if got, want := informerCounts(t), addCounts(informersBefore, map[string]float64{"services": 1, "endpointslices": 1, "serviceimports": 1}); !maps.Equal(got, want) {
+				t.Fatalf("coredns_watchcache_informers %v, want %v", got, want)
 			}
 			e.expectAPIWatches(before, map[string]int{"services": 1, "endpointslices": 1, "serviceimports": 1})
 			if tc.name == "one block" {
@@ -65,9 +69,6 @@ clusterset.local:0 {
 				t.Errorf("coredns_multicluster_synced = %v while serving, want 1", got)
 			}
 		})
-	}
-	if u := mcCaches(e.kubeconfig); len(u) != 0 {
-		t.Errorf("caches left open after the servers stopped: %+v", u)
 	}
 }
 
@@ -139,17 +140,6 @@ func (e *mcEnv) expectAPIWatches(before, delta map[string]int) {
 	}
 }
 
-// mcCaches are the live caches connected through kubeconfig.
-func mcCaches(kubeconfig string) []watchcache.Usage {
-	var out []watchcache.Usage
-	for _, u := range watchcache.InUse() {
-		if u.Config.Kubeconfig == kubeconfig {
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
 // TestMulticlusterProgrammingLatency changes an import of each kind and
 // checks that coredns_dns_programming_duration_seconds{plugin="multicluster"}
 // counted both kinds.
@@ -166,7 +156,7 @@ func TestMulticlusterProgrammingLatency(t *testing.T) {
 	expect(t, s, "udp", mcSvc("pods", ns), dns.TypeA, answer(rrLine(mcSvc("pods", ns), "A", "10.246.9.10")), settleTimeout)
 
 	after := programmingCounts(t, "multicluster")
-	for _, kind := range []watchcache.ServiceKind{watchcache.KindClusterSetIP, watchcache.KindMulticlusterHeadless} {
+	for _, kind := range []watchcache.ServiceKind{watchcache.ClusterSetIP, watchcache.MulticlusterHeadless} {
 		if after[string(kind)] <= before[string(kind)] {
 			t.Errorf("programming latency for %s: %d observations before, %d after", kind, before[string(kind)], after[string(kind)])
 		}

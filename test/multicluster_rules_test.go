@@ -59,7 +59,7 @@ func TestMulticlusterBadInput(t *testing.T) {
 	expect(t, s, "udp", mcSvc("noips", ns), dns.TypeA, answer(rrLine(mcSvc("noips", ns), "A", "10.247.4.10")), changeTimeout)
 }
 
-// TestMulticlusterReverse runs the Corefile: kubeschema and
+// TestMulticlusterReverse runs the recommended Corefile: kubeschema and
 // multicluster both serve the reverse zones, kubeschema falls through for
 // addresses it does not own. An address with a cluster-local PTR record
 // (a "dummy" Service holding the clusterset IP, a local headless

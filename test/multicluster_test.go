@@ -26,10 +26,12 @@ import (
 // 10.246.<test>.x and fd00:10:246:<test>::x, clusterset IPs 10.247.<test>.x
 // and fd00:10:247:<test>::x.
 //
-// The tests are in three files: the records of imports (this one), the
+// The tests are in four files: the records of imports (this one), the
 // rules for bad input and for reverse names shared with kubeschema
-// (multicluster_rules_test.go), and the cache shared with kubeschema and
-// the metrics (multicluster_cache_test.go).
+// (multicluster_rules_test.go), the cache shared with kubeschema and
+// the metrics (multicluster_cache_test.go), and the API versions, the
+// cluster ID, PreferClose and ipFamilies, against API servers of their own
+// (multicluster_locality_test.go).
 
 // mcEnv is one test's access to the shared API server, with the MCS client.
 type mcEnv struct {
@@ -63,7 +65,7 @@ func (e *mcEnv) namespace(prefix string) string {
 	return ns
 }
 
-// mcCorefile is the issue's Corefile: kubeschema and multicluster in one
+// mcCorefile is the recommended Corefile: kubeschema and multicluster in one
 // server block, both serving the reverse zones, kubeschema falling through
 // for addresses it does not own; transfers allowed.
 const mcCorefile = `.:0 {

@@ -58,6 +58,8 @@ func readmeQueries() map[string][]readmeQuery {
 			// multicluster says NXDOMAIN with its SOA.
 			{"254.255.247.10.in-addr.arpa.", dns.TypePTR, nxdomain(soaLine(reverse4Zone, clustersetZone))},
 			{"dns-version." + clustersetZone, dns.TypeTXT, answer(rrLine("dns-version."+clustersetZone, "TXT", `"1.0.0"`))},
+			// cluster_id clustera.
+			{"dns-version." + clustersetZone, dns.TypeTXT, answer(rrLine("dns-version."+clustersetZone, "TXT", `"1.0.0"`))},
 		},
 		"../plugin/edns0autopath/README.md": {
 			autopath(clusterZone),

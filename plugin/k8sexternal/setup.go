@@ -9,9 +9,9 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
+	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
 func init() { plugin.Register(pluginName, setup) }
@@ -104,7 +104,7 @@ func (e *External) parseOption(c *caddy.Controller) error {
 		}
 		e.apex = apex
 	case "ttl":
-		ttl, err := watchcache.ParseTTL(c, args)
+		ttl, err := cacheopts.ParseTTL(c, args)
 		if err != nil {
 			return err
 		}

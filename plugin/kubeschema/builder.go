@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// source is what the builder and the query path read of the cache;
+// cacheReader is what the builder and the query path read of the cache;
 // *watchcache.Handle implements it.
-type source interface {
+type cacheReader interface {
 	Services() []*watchcache.Service
 	Service(ns, name string) *watchcache.Service
 	SlicesForService(ns, name string) []*watchcache.EndpointSlice
@@ -30,7 +30,7 @@ type source interface {
 // changes costs one swap, and the query path never waits.
 type builder struct {
 	k     *Kubeschema
-	cache source
+	cache cacheReader
 
 	mu    sync.Mutex
 	dirty map[string]watchcache.Event // by "<ns>/<svc>"
@@ -44,20 +44,20 @@ type builder struct {
 	pending *dnszone.Edit
 }
 
-func newBuilder(k *Kubeschema, h source) *builder {
+func newBuilder(k *Kubeschema, h cacheReader) *builder {
 	return &builder{k: k, cache: h, dirty: map[string]watchcache.Event{}, dirtyNamespaces: map[string]bool{}}
 }
 
 // Mark records a cache event (watchcache.Builder): quick, never blocks.
 func (b *builder) Mark(ev watchcache.Event) bool {
 	b.mu.Lock()
-	switch ev.Kind {
+	switch ev.Resource {
 	case watchcache.Services, watchcache.EndpointSlices:
-		if ev.Name == "" {
+		if ev.Service == "" {
 			b.mu.Unlock()
 			return false // a slice without a service-name label belongs to no service
 		}
-		key := ev.Namespace + "/" + ev.Name
+		key := ev.Namespace + "/" + ev.Service
 		if old, ok := b.dirty[key]; !ok || ev.Changed.Before(old.Changed) {
 			b.dirty[key] = ev // keep the oldest change: latency is measured from it
 		}
@@ -147,8 +147,8 @@ func (b *builder) Apply() {
 	}
 	b.k.Publish(e.Done())
 	for _, ev := range dirty {
-		kind := watchcache.KindHeadlessWithoutSelector
-		if svc := b.cache.Service(ev.Namespace, ev.Name); svc != nil {
+		kind := watchcache.HeadlessWithoutSelector
+		if svc := b.cache.Service(ev.Namespace, ev.Service); svc != nil {
 			kind = svc.Kind
 		}
 		metrics.ObserveProgrammed(kind, ev)
@@ -163,16 +163,16 @@ func (b *builder) apply(e *dnszone.Edit, dirty map[string]watchcache.Event, name
 			if namespaces[svc.Namespace()] {
 				key := svc.Namespace() + "/" + svc.Name()
 				if _, ok := dirty[key]; !ok {
-					dirty[key] = watchcache.Event{Kind: watchcache.Namespaces, Namespace: svc.Namespace(), Name: svc.Name(), Changed: time.Now()}
+					dirty[key] = watchcache.Event{Resource: watchcache.Namespaces, Namespace: svc.Namespace(), Service: svc.Name(), Changed: time.Now()}
 				}
 			}
 		}
 	}
 	for _, ev := range dirty {
-		if prev := e.Remove(ev.Name + "." + ev.Namespace); prev != nil {
+		if prev := e.Remove(ev.Service + "." + ev.Namespace); prev != nil {
 			e.RemovePTRs(prev)
 		}
-		b.put(e, ev.Namespace, b.cache.Service(ev.Namespace, ev.Name))
+		b.put(e, ev.Namespace, b.cache.Service(ev.Namespace, ev.Service))
 	}
 	return len(dirty) > 0
 }
@@ -202,15 +202,15 @@ type buildInput struct {
 // input gathers a service's served endpoints from its slices.
 func (b *builder) input(svc *watchcache.Service) buildInput {
 	in := buildInput{svc: svc}
-	if svc.Kind == watchcache.KindExternalName || b.k.opts.noEndpoints {
+	if svc.Kind == watchcache.ExternalName || b.k.opts.noEndpoints {
 		return in
 	}
-	if svc.Kind == watchcache.KindClusterIP && !b.k.opts.ignoreEmptyService {
+	if svc.Kind == watchcache.ClusterIP && !b.k.opts.ignoreEmptyService {
 		return in
 	}
 	slices := b.cache.SlicesForService(svc.Namespace(), svc.Name())
 	in.endpoints = watchcache.ServedEndpoints(slices, svc.PublishNotReady, nil)
-	if svc.Kind == watchcache.KindClusterIP {
+	if svc.Kind == watchcache.ClusterIP {
 		return in // only whether any endpoint is ready matters
 	}
 	in.slicePorts = map[string]int32{}
@@ -230,12 +230,12 @@ func buildService(in buildInput, o *options) *dnszone.Service {
 	svc := in.svc
 	key := svc.Name() + "." + svc.Namespace()
 	switch svc.Kind {
-	case watchcache.KindExternalName:
+	case watchcache.ExternalName:
 		if svc.ExternalName == "" {
 			return nil
 		}
 		return dnszone.NewAlias(key, dns.Fqdn(svc.ExternalName))
-	case watchcache.KindClusterIP:
+	case watchcache.ClusterIP:
 		if o.ignoreEmptyService && len(in.endpoints) == 0 {
 			return nil
 		}
@@ -322,7 +322,7 @@ func explicitHostname(ep watchcache.EndpointAddr, podNames bool) string {
 
 // serves tells whether services of namespace ns are visible: the
 // namespaces option and the namespace_labels selector both filter.
-func (k *Kubeschema) serves(c source, ns string) bool {
+func (k *Kubeschema) serves(c cacheReader, ns string) bool {
 	if len(k.opts.namespaces) > 0 && !k.opts.namespaces[ns] {
 		return false
 	}

@@ -34,7 +34,7 @@ func TestApplyMatchesFullBuild(t *testing.T) {
 			if rnd.IntN(4) == 0 {
 				delete(src.services, ns+"/"+name)
 			}
-			b.Mark(watchcache.Event{Kind: watchcache.Services, Namespace: ns, Name: name, Changed: time.Now()})
+			b.Mark(watchcache.Event{Resource: watchcache.Services, Namespace: ns, Service: name, Changed: time.Now()})
 		}
 		b.Apply()
 		if got := dump(k, before); got != frozen {
@@ -90,14 +90,14 @@ func TestPrepareMatchesFullBuild(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(5, 6))
 	for _, i := range rnd.Perm(n) {
 		ns, name := src.set(t, i, rnd.IntN(12))
-		b.Mark(watchcache.Event{Kind: watchcache.Services, Namespace: ns, Name: name, Changed: time.Now()})
+		b.Mark(watchcache.Event{Resource: watchcache.Services, Namespace: ns, Service: name, Changed: time.Now()})
 		if rnd.IntN(20) == 0 {
 			b.Prepare()
 		}
 		if rnd.IntN(10) == 0 { // a change to an object listed before
 			j := rnd.IntN(n)
 			ns, name := src.set(t, j, rnd.IntN(12))
-			b.Mark(watchcache.Event{Kind: watchcache.EndpointSlices, Namespace: ns, Name: name, Changed: time.Now()})
+			b.Mark(watchcache.Event{Resource: watchcache.EndpointSlices, Namespace: ns, Service: name, Changed: time.Now()})
 		}
 	}
 	b.Publish()

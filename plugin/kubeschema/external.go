@@ -123,7 +123,7 @@ func (k *Kubeschema) namespaceExists(ns string) bool {
 }
 
 func isHeadless(svc *watchcache.Service) bool {
-	return svc.Kind == watchcache.KindHeadlessWithSelector || svc.Kind == watchcache.KindHeadlessWithoutSelector
+	return svc.Kind == watchcache.HeadlessWithSelector || svc.Kind == watchcache.HeadlessWithoutSelector
 }
 
 // externalKey is the key of svc's records in zone, in msg.Path form.

@@ -18,7 +18,7 @@ import (
 func externalPlugin(t *testing.T, mutate func(*options)) *Kubeschema {
 	k := newTestPlugin(t, mutate)
 	src := k.data.(*memSource)
-	src.add(t,
+	src.Add(t,
 		service("ns1", "lb", func(s *corev1.Service) {
 			clusterIP("10.96.0.30")(s)
 			s.Spec.Type = corev1.ServiceTypeLoadBalancer

@@ -1,90 +1,17 @@
 package kubeschema
 
 import (
-	"net/netip"
 	"testing"
 
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache/watchcachetest"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// memSource is an in-memory source for tests of the pure answer logic; the
+// memSource is the shared in-memory source (watchcachetest); the
 // integration tests in test/ use the real cache and API server.
-type memSource struct {
-	services []*watchcache.Service
-	slices   []*watchcache.EndpointSlice
-	pods     []*watchcache.Pod
-	nss      []*watchcache.Namespace
-	// serviceCIDRs are set by tests of reverse_cidrs.
-	serviceCIDRs []*watchcache.ServiceCIDR
-}
-
-func (m *memSource) Services() []*watchcache.Service { return m.services }
-
-func (m *memSource) Service(ns, name string) *watchcache.Service {
-	for _, s := range m.services {
-		if s.Namespace() == ns && s.Name() == name {
-			return s
-		}
-	}
-	return nil
-}
-
-func (m *memSource) SlicesForService(ns, name string) []*watchcache.EndpointSlice {
-	var out []*watchcache.EndpointSlice
-	for _, s := range m.slices {
-		if s.Namespace() == ns && s.Service == name {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (m *memSource) Namespace(name string) *watchcache.Namespace {
-	for _, n := range m.nss {
-		if n.Name() == name {
-			return n
-		}
-	}
-	return nil
-}
-
-func (m *memSource) PodsByIP(a netip.Addr) []*watchcache.Pod {
-	var out []*watchcache.Pod
-	for _, p := range m.pods {
-		for _, ip := range p.IPs {
-			if ip == a {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
-func (m *memSource) add(t testing.TB, objs ...runtime.Object) {
-	t.Helper()
-	for _, o := range objs {
-		c, err := watchcache.Convert(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch v := c.(type) {
-		case *watchcache.Service:
-			m.services = append(m.services, v)
-		case *watchcache.EndpointSlice:
-			m.slices = append(m.slices, v)
-		case *watchcache.Pod:
-			m.pods = append(m.pods, v)
-		case *watchcache.Namespace:
-			m.nss = append(m.nss, v)
-		case *watchcache.ServiceCIDR:
-			m.serviceCIDRs = append(m.serviceCIDRs, v)
-		}
-	}
-}
+type memSource = watchcachetest.Source
 
 func ptr[T any](v T) *T { return &v }
 
@@ -140,7 +67,7 @@ func slice(ns, name, svc string, family discoveryv1.AddressType, eps ...ep) *dis
 // fixture is a small cluster with one of every kind of service.
 func fixture(t testing.TB) *memSource {
 	m := &memSource{}
-	m.add(t,
+	m.Add(t,
 		service("default", "kubernetes", clusterIP("10.96.0.1")),
 		service("ns1", "web", clusterIP("10.96.0.10", "fd00:10:96::10")),
 		service("ns1", "v6only", clusterIP("fd00:10:96::20")),
@@ -159,5 +86,3 @@ func fixture(t testing.TB) *memSource {
 	)
 	return m
 }
-
-func (m *memSource) ServiceCIDRs() []*watchcache.ServiceCIDR { return m.serviceCIDRs }

@@ -59,7 +59,7 @@ type Kubeschema struct {
 
 	// data is the cache the snapshot is built from (pods verified reads it
 	// at query time).
-	data source
+	data cacheReader
 	// rangesSet: the owned reverse ranges were set (reverse_cidrs); owned
 	// by the builder's goroutine.
 	rangesSet bool
@@ -68,22 +68,22 @@ type Kubeschema struct {
 // Name implements plugin.Handler.
 func (k *Kubeschema) Name() string { return pluginName }
 
-// kinds are the resources the options need watched.
-func (k *Kubeschema) kinds() watchcache.Kind {
-	kinds := watchcache.Services
+// resources are those the options need watched.
+func (k *Kubeschema) resources() watchcache.Resources {
+	watched := watchcache.Services
 	if !k.opts.noEndpoints {
-		kinds |= watchcache.EndpointSlices
+		watched |= watchcache.EndpointSlices
 	}
 	if k.opts.namespaceLabels != nil {
-		kinds |= watchcache.Namespaces
+		watched |= watchcache.Namespaces
 	}
 	if k.opts.pods == podsVerified {
-		kinds |= watchcache.Pods
+		watched |= watchcache.Pods
 	}
 	if k.opts.reverse.auto {
-		kinds |= watchcache.ServiceCIDRs
+		watched |= watchcache.ServiceCIDRs
 	}
-	return kinds
+	return watched
 }
 
 // Other implements dnszone.Schema: the pod names, <dashed-ip>.<ns>.pod.<zone>.

@@ -68,7 +68,7 @@ func prefixLabels(p netip.Prefix) int {
 
 // ranges are the owned ranges: the fixed ones and, with auto, those of
 // the ServiceCIDR objects in c.
-func (r reverseRanges) ranges(c source) []netip.Prefix {
+func (r reverseRanges) ranges(c cacheReader) []netip.Prefix {
 	out := slices.Clone(r.fixed)
 	if r.auto {
 		for _, sc := range c.ServiceCIDRs() {
@@ -85,7 +85,7 @@ func (r reverseRanges) ranges(c source) []netip.Prefix {
 }
 
 // publishRanges sets the owned ranges, logging them when they change.
-func (k *Kubeschema) publishRanges(c source) {
+func (k *Kubeschema) publishRanges(c cacheReader) {
 	if !k.opts.reverse.auto && k.opts.reverse.fixed == nil {
 		return
 	}

@@ -71,13 +71,13 @@ func (s *scaleSource) set(tb testing.TB, i, endpoints int) (ns, name string) {
 		eps = append(eps, x)
 	}
 	m := &memSource{}
-	m.add(tb, svc, slice(ns, name+"-abcde", name, discoveryv1.AddressTypeIPv4, eps...))
-	s.services[ns+"/"+name] = m.services[0]
-	s.slices[ns+"/"+name] = m.slices
+	m.Add(tb, svc, slice(ns, name+"-abcde", name, discoveryv1.AddressTypeIPv4, eps...))
+	s.services[ns+"/"+name] = m.Services()[0]
+	s.slices[ns+"/"+name] = m.EndpointSlices()
 	return ns, name
 }
 
-func scalePlugin(src source) *Kubeschema {
+func scalePlugin(src cacheReader) *Kubeschema {
 	k := newKubeschema()
 	k.Zones = []string{"cluster.local.", "in-addr.arpa.", "ip6.arpa."}
 	k.NSAddrs = []netip.Addr{netip.MustParseAddr("10.96.0.10")}
@@ -128,7 +128,7 @@ func BenchmarkApplyOneChange(b *testing.B) {
 			for b.Loop() {
 				n++
 				ns, name := src.set(b, c.i, 10+n%2)
-				bl.Mark(watchcache.Event{Kind: watchcache.EndpointSlices, Namespace: ns, Name: name, Changed: time.Now()})
+				bl.Mark(watchcache.Event{Resource: watchcache.EndpointSlices, Namespace: ns, Service: name, Changed: time.Now()})
 				bl.Apply()
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
+	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
@@ -66,7 +67,7 @@ func parse(c *caddy.Controller) (*Kubeschema, error) {
 		if k.Zonal && k.opts.noEndpoints {
 			return nil, c.Err("zonal names are made of endpoints: remove noendpoints or zonal")
 		}
-		if err := watchcache.ShareLimits(c, pluginName, &k.cfg); err != nil {
+		if err := cacheopts.ShareLimits(c, pluginName, &k.cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -82,7 +83,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 		}
 		return nil
 	}
-	if ok, err := watchcache.ParseConnectionOption(c, opt, args, &k.cfg); ok {
+	if ok, err := cacheopts.ParseConnectionOption(c, opt, args, &k.cfg); ok {
 		return err
 	}
 	switch opt {
@@ -128,7 +129,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 		k.opts.endpointPodNames = true
 		k.cfg.EndpointPodNames = true
 	case "ttl":
-		ttl, err := watchcache.ParseTTL(c, args)
+		ttl, err := cacheopts.ParseTTL(c, args)
 		if err != nil {
 			return err
 		}
@@ -160,7 +161,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 	case "fallthrough":
 		k.Fall.SetZonesFromArgs(args)
 	case "startup_timeout":
-		d, err := watchcache.ParseStartupTimeout(c, args)
+		d, err := cacheopts.ParseStartupTimeout(c, args)
 		if err != nil {
 			return err
 		}
@@ -174,7 +175,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 // start connects to the shared cache (see dnszone.Server.Start).
 func (k *Kubeschema) start() error {
 	h, err := k.Start(watchcache.Consumer{
-		Config: k.cfg, Kinds: k.kinds(), StartupTimeout: k.opts.startupTimeout,
+		Config: k.cfg, Resources: k.resources(), StartupTimeout: k.opts.startupTimeout,
 		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(k, h) },
 	}, metrics)
 	if err != nil {

@@ -5,15 +5,16 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
-// source is what the builder reads of the cache; *watchcache.Handle
+// cacheReader is what the builder reads of the cache; *watchcache.Handle
 // implements it. The local half (Services and their slices) tells which
 // addresses this cluster already names.
-type source interface {
+type cacheReader interface {
 	ServiceImports() []*watchcache.ServiceImport
 	ServiceImport(ns, name string) *watchcache.ServiceImport
 	SlicesForImport(ns, name string) []*watchcache.EndpointSlice
@@ -29,7 +30,7 @@ type source interface {
 // never waits.
 type builder struct {
 	m     *Multicluster
-	cache source
+	cache cacheReader
 
 	mu sync.Mutex
 	// dirty imports by "<ns>/<name>", with the oldest change (latency is
@@ -39,14 +40,25 @@ type builder struct {
 	// have changed: they decide which import addresses get a PTR record.
 	dirtyLocal map[string]bool
 
-	// Owned by the goroutine that runs the builder.
-	ptrs ptrIndex
+	// build serialises the builds: the consumer's goroutine runs Publish
+	// and Apply, the ClusterProperty watch setClusterID. What follows is
+	// guarded by it.
+	build sync.Mutex
+	// published is set by Publish: before it, a new cluster ID only needs
+	// to be kept.
+	published bool
+	// clusterID is the local cluster's ID, lower case; "" when unknown.
+	clusterID string
+	// warnedNoID is set once the log has said that PreferClose is ignored
+	// for want of a cluster ID.
+	warnedNoID bool
+	ptrs       ptrIndex
 	// problems are the bad-input lines last logged for each import, so
 	// each is logged once while it lasts.
 	problems map[string][]string
 }
 
-func newBuilder(m *Multicluster, c source) *builder {
+func newBuilder(m *Multicluster, c cacheReader) *builder {
 	return &builder{m: m, cache: c, dirty: map[string]watchcache.Event{}, dirtyLocal: map[string]bool{},
 		ptrs: newPtrIndex(), problems: map[string][]string{}}
 }
@@ -54,7 +66,7 @@ func newBuilder(m *Multicluster, c source) *builder {
 // Mark records a cache event (watchcache.Builder): quick, never blocks.
 func (b *builder) Mark(ev watchcache.Event) bool {
 	b.mu.Lock()
-	switch ev.Kind {
+	switch ev.Resource {
 	case watchcache.ServiceImports, watchcache.EndpointSlices, watchcache.Services:
 	default:
 		b.mu.Unlock()
@@ -66,8 +78,8 @@ func (b *builder) Mark(ev watchcache.Event) bool {
 			b.dirty[key] = ev
 		}
 	}
-	if ev.Kind != watchcache.ServiceImports && ev.Name != "" {
-		b.dirtyLocal[ev.Namespace+"/"+ev.Name] = true
+	if ev.Resource != watchcache.ServiceImports && ev.Service != "" {
+		b.dirtyLocal[ev.Namespace+"/"+ev.Service] = true
 	}
 	b.mu.Unlock()
 	return true
@@ -76,8 +88,36 @@ func (b *builder) Mark(ev watchcache.Event) bool {
 // Publish builds the first snapshot from the synced cache
 // (watchcache.Builder); what was marked before is covered by it.
 func (b *builder) Publish() {
+	b.build.Lock()
+	defer b.build.Unlock()
 	b.takeDirty()
 	b.m.Publish(b.fullBuild())
+	b.published = true
+}
+
+// setClusterID takes a new local cluster ID ("" for none) and rebuilds
+// the imports it changes the answers of: the headless PreferClose ones.
+func (b *builder) setClusterID(id string) {
+	b.build.Lock()
+	defer b.build.Unlock()
+	if id == b.clusterID {
+		return
+	}
+	b.clusterID = id
+	if !b.published {
+		return
+	}
+	b.mu.Lock()
+	for _, imp := range b.cache.ServiceImports() {
+		if imp.Headless && imp.PreferClose {
+			ev := watchcache.Event{Resource: watchcache.ServiceImports, Namespace: imp.Namespace(), Import: imp.Name(), Changed: time.Now()}
+			if _, ok := b.dirty[imp.Key()]; !ok {
+				b.dirty[imp.Key()] = ev
+			}
+		}
+	}
+	b.mu.Unlock()
+	b.apply()
 }
 
 func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
@@ -107,6 +147,12 @@ func (b *builder) fullBuild() *dnszone.Snapshot {
 // Apply rebuilds the dirty imports, rechecks the addresses whose PTR
 // record may have changed, and publishes a new snapshot if anything did.
 func (b *builder) Apply() {
+	b.build.Lock()
+	defer b.build.Unlock()
+	b.apply()
+}
+
+func (b *builder) apply() {
 	dirty, local := b.takeDirty()
 	old := b.m.Snapshot()
 	var e *dnszone.Edit
@@ -158,16 +204,16 @@ func (b *builder) kindOf(old *dnszone.Snapshot, ev watchcache.Event) watchcache.
 		return importKind(imp)
 	}
 	if svc := old.Service(ev.Import + "." + ev.Namespace); svc != nil && svc.Kind() == dnszone.Headless {
-		return watchcache.KindMulticlusterHeadless
+		return watchcache.MulticlusterHeadless
 	}
-	return watchcache.KindClusterSetIP
+	return watchcache.ClusterSetIP
 }
 
 func importKind(imp *watchcache.ServiceImport) watchcache.ServiceKind {
 	if imp.Headless {
-		return watchcache.KindMulticlusterHeadless
+		return watchcache.MulticlusterHeadless
 	}
-	return watchcache.KindClusterSetIP
+	return watchcache.ClusterSetIP
 }
 
 // put adds imp's facts (if it has a name) to e and its PTR candidates to
@@ -178,7 +224,7 @@ func (b *builder) put(e *dnszone.Edit, ns, name string, imp *watchcache.ServiceI
 		b.report(key, nil)
 		return nil
 	}
-	in := newInput(imp, b.cache.SlicesForImport(ns, name))
+	in := newInput(imp, b.cache.SlicesForImport(ns, name), b.localCluster(imp))
 	b.report(key, in.problems)
 	svc := buildImport(in)
 	if svc == nil {
@@ -191,6 +237,22 @@ func (b *builder) put(e *dnszone.Edit, ns, name string, imp *watchcache.ServiceI
 		added = append(added, ip)
 	}
 	return added
+}
+
+// localCluster is the cluster whose endpoints imp prefers: the local one
+// for a headless PreferClose import, when its ID is known; "" otherwise.
+// Without an ID the preference is ignored, and the log says so once.
+func (b *builder) localCluster(imp *watchcache.ServiceImport) string {
+	if !imp.Headless || !imp.PreferClose {
+		return ""
+	}
+	if b.clusterID == "" && !b.warnedNoID {
+		b.warnedNoID = true
+		log.Warningf("import %s/%s asks for trafficDistribution PreferClose, but the local cluster ID is unknown "+
+			"(no cluster_id option, no %s ClusterProperty): every cluster's endpoints are answered, for it and any other such import (said once)",
+			imp.Namespace(), imp.Name(), "id.k8s.io")
+	}
+	return b.clusterID
 }
 
 // report logs the import's problems that were not there at its last
@@ -253,7 +315,7 @@ func (x *ptrIndex) drop(imp string) []netip.Addr {
 
 // reclaim looks at a local service again and returns the candidate
 // addresses whose claim changed: those it took and those it gave up.
-func (x *ptrIndex) reclaim(c source, key string) []netip.Addr {
+func (x *ptrIndex) reclaim(c cacheReader, key string) []netip.Addr {
 	return slices.DeleteFunc(x.local.reread(c, key), func(ip netip.Addr) bool {
 		_, ok := x.candidates[ip]
 		return !ok

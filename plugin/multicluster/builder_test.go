@@ -30,7 +30,7 @@ func newBuilt(t *testing.T) *built {
 	m.Zones = []string{"clusterset.local.", "in-addr.arpa."}
 	src := fixture(t)
 	b := newBuilder(m, src)
-	m.Publish(b.fullBuild())
+	b.Publish()
 	return &built{t: t, m: m, b: b, src: src}
 }
 
@@ -64,15 +64,15 @@ func (x *built) expect(name string, qtype uint16, rcode int, first string) {
 }
 
 func svcEvent(ns, name string) watchcache.Event {
-	return watchcache.Event{Kind: watchcache.Services, Namespace: ns, Name: name}
+	return watchcache.Event{Resource: watchcache.Services, Namespace: ns, Service: name}
 }
 
 func importEvent(ns, name string) watchcache.Event {
-	return watchcache.Event{Kind: watchcache.ServiceImports, Namespace: ns, Name: name, Import: name}
+	return watchcache.Event{Resource: watchcache.ServiceImports, Namespace: ns, Service: name, Import: name}
 }
 
 func sliceEvent(ns, svc, imp string) watchcache.Event {
-	return watchcache.Event{Kind: watchcache.EndpointSlices, Namespace: ns, Name: svc, Import: imp}
+	return watchcache.Event{Resource: watchcache.EndpointSlices, Namespace: ns, Service: svc, Import: imp}
 }
 
 // TestMulticlusterLocalNamesWin follows the PTR record of imported addresses as this
@@ -84,28 +84,28 @@ func TestMulticlusterLocalNamesWin(t *testing.T) {
 	x.expect(dummyPTR, dns.TypePTR, dns.RcodeNameError, "")
 
 	before := x.m.Snapshot()
-	x.src.add(t, localService("ns3", "unrelated", "10.96.0.7"))
+	x.src.Add(t, localService("ns3", "unrelated", "10.96.0.7"))
 	x.event(svcEvent("ns3", "unrelated"))
 	if x.m.Snapshot() != before {
 		t.Error("a local service unrelated to any import published a new snapshot")
 	}
 
-	x.src.remove("ns1/gke-mcs-dummied")
+	x.src.Remove("ns1/gke-mcs-dummied")
 	x.event(svcEvent("ns1", "gke-mcs-dummied"))
 	x.expect(dummyPTR, dns.TypePTR, dns.RcodeSuccess, "dummied.ns1.svc.clusterset.local.")
 
-	x.src.add(t, localService("ns3", "takeover", "10.42.0.10"))
+	x.src.Add(t, localService("ns3", "takeover", "10.42.0.10"))
 	x.event(svcEvent("ns3", "takeover"))
 	x.expect(webPTR, dns.TypePTR, dns.RcodeNameError, "")
-	x.src.add(t, localService("ns3", "takeover", "10.96.0.8")) // gives the address up
+	x.src.Add(t, localService("ns3", "takeover", "10.96.0.8")) // gives the address up
 	x.event(svcEvent("ns3", "takeover"))
 	x.expect(webPTR, dns.TypePTR, dns.RcodeSuccess, "web.ns1.svc.clusterset.local.")
 
 	x.expect(db0bPTR, dns.TypePTR, dns.RcodeNameError, "")
-	x.src.remove("ns2/local-db-1")
+	x.src.Remove("ns2/local-db-1")
 	x.event(sliceEvent("ns2", "local-db", ""))
 	x.expect(db0bPTR, dns.TypePTR, dns.RcodeSuccess, "db-0.cluster-b.db.ns1.svc.clusterset.local.")
-	x.src.add(t, localSlice("ns2", "local-db-2", "local-db", ep{addr: "10.2.0.1"}))
+	x.src.Add(t, localSlice("ns2", "local-db-2", "local-db", ep{addr: "10.2.0.1"}))
 	x.event(sliceEvent("ns2", "local-db", ""))
 	x.expect(db0bPTR, dns.TypePTR, dns.RcodeNameError, "")
 }
@@ -115,10 +115,10 @@ func TestMulticlusterLocalNamesWin(t *testing.T) {
 // kind is observed.
 func TestMulticlusterImportChanges(t *testing.T) {
 	x := newBuilt(t)
-	setBefore, headlessBefore := sampleCount(watchcache.KindClusterSetIP), sampleCount(watchcache.KindMulticlusterHeadless)
+	setBefore, headlessBefore := sampleCount(watchcache.ClusterSetIP), sampleCount(watchcache.MulticlusterHeadless)
 	serial := x.m.Snapshot().Serial()
 
-	x.src.add(t, clusterSetIP("ns1", "web", []string{"10.42.0.30"}, port("http", corev1.ProtocolTCP, 80)))
+	x.src.Add(t, clusterSetIP("ns1", "web", []string{"10.42.0.30"}, port("http", corev1.ProtocolTCP, 80)))
 	x.event(importEvent("ns1", "web"))
 	x.expect("web.ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, "10.42.0.30")
 	x.expect("web.ns1.svc.clusterset.local.", dns.TypeAAAA, dns.RcodeSuccess, "")
@@ -128,17 +128,17 @@ func TestMulticlusterImportChanges(t *testing.T) {
 		t.Errorf("serial %d after a change, was %d", got, serial)
 	}
 
-	x.src.add(t, importedSlice("ns1", "asleep-a", "asleep", "cluster-a", 5432, ep{addr: "10.3.0.1", host: "awake"}))
+	x.src.Add(t, importedSlice("ns1", "asleep-a", "asleep", "cluster-a", 5432, ep{addr: "10.3.0.1", host: "awake"}))
 	x.event(sliceEvent("ns1", "", "asleep"))
 	x.expect("awake.cluster-a.asleep.ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, "10.3.0.1")
 
-	x.src.remove("ns1/db")
+	x.src.Remove("ns1/db")
 	x.event(importEvent("ns1", "db"))
 	x.expect("db.ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, "")
 	x.expect("1.0.1.10.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, "")
 	x.expect("ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, "")
 
-	if sampleCount(watchcache.KindClusterSetIP) <= setBefore || sampleCount(watchcache.KindMulticlusterHeadless) < headlessBefore+2 {
+	if sampleCount(watchcache.ClusterSetIP) <= setBefore || sampleCount(watchcache.MulticlusterHeadless) < headlessBefore+2 {
 		t.Errorf("programming latency not observed for both kinds")
 	}
 }
@@ -186,9 +186,9 @@ func TestMulticlusterBadInputLoggedOnce(t *testing.T) {
 	if count(noCluster) != 1 || count(dup) != 1 {
 		t.Errorf("problems logged again on rebuilds:\n%s", buf.String())
 	}
-	x.src.remove("ns1/db-nocluster")
+	x.src.Remove("ns1/db-nocluster")
 	x.event(sliceEvent("ns1", "", "db"))
-	x.src.add(t, importedSlice("ns1", "db-nocluster", "db", "", 5432, ep{addr: "10.9.0.1"}))
+	x.src.Add(t, importedSlice("ns1", "db-nocluster", "db", "", 5432, ep{addr: "10.9.0.1"}))
 	x.event(sliceEvent("ns1", "", "db"))
 	if count(noCluster) != 2 || count(badCluster) != 1 {
 		t.Errorf("a problem that came back: logged %d times, want 2:\n%s", count(noCluster), buf.String())

@@ -2,96 +2,19 @@ package multicluster
 
 import (
 	"net/netip"
-	"slices"
 	"testing"
 
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache/watchcachetest"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 )
 
-// memSource is an in-memory source for tests of the pure answer logic; the
+// memSource is the shared in-memory source (watchcachetest); the
 // integration tests in test/ use the real cache and API server.
-type memSource struct {
-	imports  []*watchcache.ServiceImport
-	slices   []*watchcache.EndpointSlice
-	services []*watchcache.Service
-}
-
-func (m *memSource) ServiceImports() []*watchcache.ServiceImport { return m.imports }
-
-func (m *memSource) ServiceImport(ns, name string) *watchcache.ServiceImport {
-	for _, i := range m.imports {
-		if i.Namespace() == ns && i.Name() == name {
-			return i
-		}
-	}
-	return nil
-}
-
-func (m *memSource) SlicesForImport(ns, name string) []*watchcache.EndpointSlice {
-	return m.slicesWhere(func(s *watchcache.EndpointSlice) bool { return s.Namespace() == ns && s.MultiClusterService == name })
-}
-
-func (m *memSource) Service(ns, name string) *watchcache.Service {
-	for _, s := range m.services {
-		if s.Namespace() == ns && s.Name() == name {
-			return s
-		}
-	}
-	return nil
-}
-
-func (m *memSource) SlicesForService(ns, name string) []*watchcache.EndpointSlice {
-	return m.slicesWhere(func(s *watchcache.EndpointSlice) bool { return s.Namespace() == ns && s.Service == name })
-}
-
-func (m *memSource) Services() []*watchcache.Service { return m.services }
-
-func (m *memSource) EndpointSlices() []*watchcache.EndpointSlice { return m.slices }
-
-func (m *memSource) slicesWhere(keep func(*watchcache.EndpointSlice) bool) []*watchcache.EndpointSlice {
-	var out []*watchcache.EndpointSlice
-	for _, s := range m.slices {
-		if keep(s) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// add converts and stores objects, replacing one of the same kind and name.
-func (m *memSource) add(t testing.TB, objs ...runtime.Object) {
-	t.Helper()
-	for _, o := range objs {
-		c, err := watchcache.Convert(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch v := c.(type) {
-		case *watchcache.ServiceImport:
-			m.imports = append(without(m.imports, v.Key()), v)
-		case *watchcache.EndpointSlice:
-			m.slices = append(without(m.slices, v.Key()), v)
-		case *watchcache.Service:
-			m.services = append(without(m.services, v.Key()), v)
-		default:
-			t.Fatalf("unexpected %T", c)
-		}
-	}
-}
-
-// remove deletes every object with the key "<ns>/<name>".
-func (m *memSource) remove(key string) {
-	m.imports, m.slices, m.services = without(m.imports, key), without(m.slices, key), without(m.services, key)
-}
-
-func without[T interface{ Key() string }](objs []T, key string) []T {
-	return slices.DeleteFunc(slices.Clone(objs), func(o T) bool { return o.Key() == key })
-}
+type memSource = watchcachetest.Source
 
 func ptr[T any](v T) *T { return &v }
 
@@ -162,7 +85,7 @@ func localService(ns, name string, ips ...string) *corev1.Service {
 func fixture(t testing.TB) *memSource {
 	m := &memSource{}
 	pg := port("pg", corev1.ProtocolTCP, 5432)
-	m.add(t,
+	m.Add(t,
 		clusterSetIP("ns1", "web", []string{"10.42.0.10", "fd00:42::10"},
 			port("http", corev1.ProtocolTCP, 80), port("dns", corev1.ProtocolUDP, 53)),
 		clusterSetIP("ns1", "v6only", []string{"fd00:42::11"}, port("http", "", 80)), // no protocol: TCP

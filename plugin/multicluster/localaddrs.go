@@ -32,7 +32,7 @@ func (l *localAddrs) claimed(ip netip.Addr) bool { return l.claims[ip] > 0 }
 
 // load reads every local service and slice; a slice whose service does not
 // exist (yet) still names its addresses, as it did in the cache's index.
-func (l *localAddrs) load(c source) {
+func (l *localAddrs) load(c cacheReader) {
 	all := map[string][]netip.Addr{}
 	for _, svc := range c.Services() {
 		key := svc.Namespace() + "/" + svc.Name()
@@ -51,7 +51,7 @@ func (l *localAddrs) load(c source) {
 
 // reread looks at the local service key again and returns the addresses
 // it took or gave up.
-func (l *localAddrs) reread(c source, key string) []netip.Addr {
+func (l *localAddrs) reread(c cacheReader, key string) []netip.Addr {
 	ns, name, _ := strings.Cut(key, "/")
 	var addrs []netip.Addr
 	if svc := c.Service(ns, name); svc != nil {

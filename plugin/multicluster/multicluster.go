@@ -20,10 +20,10 @@ const SchemaVersion = "1.0.0"
 
 var log = clog.NewWithPlugin(pluginName)
 
-// kinds are the resources watched: imports and their slices, and the
+// watched are the resources read: imports and their slices, and the
 // local Services (with their slices) whose addresses keep their
 // cluster-local PTR records.
-const kinds = watchcache.ServiceImports | watchcache.EndpointSlices | watchcache.Services
+const watched = watchcache.ServiceImports | watchcache.EndpointSlices | watchcache.Services
 
 // Multicluster is the plugin handler: the shared zone server (ServeDNS,
 // Transfer, Ready) with the MCS schema's records.
@@ -32,6 +32,14 @@ type Multicluster struct {
 
 	startupTimeout time.Duration
 	cfg            watchcache.Config
+	// clusterID is the cluster_id option: the local cluster's ID, lower
+	// case; "" to learn it from the id.k8s.io ClusterProperty.
+	clusterID string
+
+	// learnt is the ID the ClusterProperty says, without cluster_id;
+	// stopWatch ends its watch (both nil when there is none).
+	learnt    *learntID
+	stopWatch func()
 }
 
 // Name implements plugin.Handler.

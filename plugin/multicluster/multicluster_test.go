@@ -11,7 +11,7 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 )
 
-func newTestPlugin(t testing.TB, src source) *Multicluster {
+func newTestPlugin(t testing.TB, src cacheReader) *Multicluster {
 	t.Helper()
 	m := newMulticluster()
 	m.Zones = []string{"clusterset.local.", "in-addr.arpa.", "ip6.arpa."}

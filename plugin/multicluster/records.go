@@ -3,6 +3,7 @@ package multicluster
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
@@ -20,20 +21,25 @@ type importInput struct {
 	// slicePorts are the ports of each slice by "<name>/<proto>": headless
 	// clients connect to the endpoints' ports, which may differ by cluster.
 	slicePorts map[string]map[string]int32
+	// ips are the clusterset IPs served: those of the import's ipFamilies.
+	ips []netip.Addr
+	// local is the cluster whose endpoints the service name prefers
+	// (PreferClose), "" for none.
+	local string
 	// problems are the bad-input rules applied, one line each, for the log.
 	problems []string
 }
 
-// newInput gathers an import's served endpoints from its slices: slices
-// without a usable cluster ID are left out, an address claimed by two
-// clusters is served once.
-func newInput(imp *watchcache.ServiceImport, slices_ []*watchcache.EndpointSlice) importInput {
-	in := importInput{imp: imp}
+// newInput gathers an import's served addresses: the clusterset IPs of its
+// families, or the endpoints from its slices (slices without a usable
+// cluster ID are left out, an address claimed by two clusters is served
+// once, addresses of a family the import does not list are not served).
+// local is the cluster whose endpoints it prefers, "" for none.
+func newInput(imp *watchcache.ServiceImport, slices_ []*watchcache.EndpointSlice, local string) importInput {
+	in := importInput{imp: imp, local: local}
 	in.checkPorts()
 	if !imp.Headless {
-		if len(imp.IPs) == 0 {
-			in.problem("type ClusterSetIP without IPs: not served until it has some")
-		}
+		in.clusterSetIPs()
 		return in
 	}
 	usable := make([]*watchcache.EndpointSlice, 0, len(slices_))
@@ -54,8 +60,25 @@ func newInput(imp *watchcache.ServiceImport, slices_ []*watchcache.EndpointSlice
 		}
 		in.slicePorts[s.Name()] = ports
 	}
-	in.endpoints = watchcache.ServedEndpoints(usable, false, in.conflicts())
+	in.endpoints = slices.DeleteFunc(watchcache.ServedEndpoints(usable, false, in.conflicts()),
+		func(ep watchcache.EndpointAddr) bool { return !imp.ServesFamilyOf(ep.Addr) })
 	return in
+}
+
+// clusterSetIPs keeps the IPs of the import's families; one of another
+// family is a problem (a dual-stack IP list with a single-stack
+// ipFamilies), not served.
+func (in *importInput) clusterSetIPs() {
+	for _, ip := range in.imp.IPs {
+		if in.imp.ServesFamilyOf(ip) {
+			in.ips = append(in.ips, ip)
+		} else {
+			in.problem(fmt.Sprintf("IP %s is not of the import's ipFamilies: not served", ip))
+		}
+	}
+	if len(in.ips) == 0 {
+		in.problem("type ClusterSetIP without IPs: not served until it has some")
+	}
 }
 
 // conflicts returns the duplicate callback of ServedEndpoints, which notes
@@ -129,15 +152,15 @@ func buildImport(in importInput) *dnszone.Service {
 	imp := in.imp
 	key := imp.Name() + "." + imp.Namespace()
 	if !imp.Headless {
-		if len(imp.IPs) == 0 {
+		if len(in.ips) == 0 {
 			return nil
 		}
-		return dnszone.NewVirtual(key, imp.IPs, ports(imp.Ports))
+		return dnszone.NewVirtual(key, in.ips, ports(imp.Ports))
 	}
 	if len(in.endpoints) == 0 {
 		return nil // no ready endpoint in any cluster: NXDOMAIN
 	}
-	g := newGroups(imp.Ports, in.slicePorts)
+	g := newGroups(imp.Ports, in.slicePorts, in.local)
 	eps := make([]dnszone.Endpoint, 0, len(in.endpoints))
 	for _, ep := range in.endpoints {
 		// The dashed address of an endpoint without a hostname is not
@@ -167,16 +190,19 @@ func ports(ps []watchcache.Port) []dnszone.Port {
 // groups are the endpoint groups of a headless import: a host name is
 // "<hostname>.<clusterid>", and an SRV target's port numbers are those of
 // its slice's ports of the same name and protocol, when the slice has
-// them. Slices of one cluster with the same numbers share a group.
+// them. Slices of one cluster with the same numbers share a group. The
+// groups of the local cluster, when given, are Preferred: the service name
+// answers with their endpoints alone when there are any (dnszone).
 type groups struct {
 	ports      []watchcache.Port
 	slicePorts map[string]map[string]int32
+	local      string
 	list       []dnszone.Group
 	bySig      map[string]uint8
 }
 
-func newGroups(ports []watchcache.Port, slicePorts map[string]map[string]int32) *groups {
-	return &groups{ports: ports, slicePorts: slicePorts, bySig: map[string]uint8{}}
+func newGroups(ports []watchcache.Port, slicePorts map[string]map[string]int32, local string) *groups {
+	return &groups{ports: ports, slicePorts: slicePorts, local: local, bySig: map[string]uint8{}}
 }
 
 // of is the group of ep, added when new. Past 256 groups (a cluster of
@@ -198,7 +224,7 @@ func (g *groups) of(ep watchcache.EndpointAddr) uint8 {
 		return g.bySig[suffix]
 	}
 	i := uint8(len(g.list))
-	g.list = append(g.list, dnszone.Group{Suffix: suffix, Ports: numbers})
+	g.list = append(g.list, dnszone.Group{Suffix: suffix, Ports: numbers, Preferred: g.local != "" && ep.Cluster == g.local})
 	g.bySig[sig] = i
 	if _, ok := g.bySig[suffix]; !ok {
 		g.bySig[suffix] = i

@@ -1,11 +1,14 @@
 package multicluster
 
 import (
+	"strings"
 	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
@@ -63,7 +66,7 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 		if m.forwardZone() == "" {
 			return nil, c.Errf("zones %v: at least one forward zone (such as clusterset.local) is needed, PTR records point into it", m.Zones)
 		}
-		if err := watchcache.ShareLimits(c, pluginName, &m.cfg); err != nil {
+		if err := cacheopts.ShareLimits(c, pluginName, &m.cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -73,12 +76,12 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 func (m *Multicluster) parseOption(c *caddy.Controller) error {
 	opt := c.Val()
 	args := c.RemainingArgs()
-	if ok, err := watchcache.ParseConnectionOption(c, opt, args, &m.cfg); ok {
+	if ok, err := cacheopts.ParseConnectionOption(c, opt, args, &m.cfg); ok {
 		return err
 	}
 	switch opt {
 	case "ttl":
-		ttl, err := watchcache.ParseTTL(c, args)
+		ttl, err := cacheopts.ParseTTL(c, args)
 		if err != nil {
 			return err
 		}
@@ -86,23 +89,59 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 	case "fallthrough":
 		m.Fall.SetZonesFromArgs(args)
 	case "startup_timeout":
-		d, err := watchcache.ParseStartupTimeout(c, args)
+		d, err := cacheopts.ParseStartupTimeout(c, args)
 		if err != nil {
 			return err
 		}
 		m.startupTimeout = d
+	case "cluster_id":
+		if len(args) != 1 {
+			return c.ArgErr()
+		}
+		// Cluster IDs are compared in lower case, as the slices' are.
+		if id := strings.ToLower(args[0]); !dnsname.IsLabel(id) {
+			return c.Errf("cluster_id %q is not a DNS label", args[0])
+		}
+		m.clusterID = strings.ToLower(args[0])
 	default:
 		return c.Errf("unknown property %q", opt)
 	}
 	return nil
 }
 
-// start connects to the shared cache, the same one as kubeschema's when
-// the connection options are equal (see dnszone.Server.Start).
+// start follows the id.k8s.io ClusterProperty unless cluster_id names
+// the local cluster, and connects to the shared cache, the same one as
+// kubeschema's when the connection options are equal (see
+// dnszone.Server.Start).
 func (m *Multicluster) start() error {
+	if m.clusterID == "" {
+		if err := m.watchClusterID(); err != nil {
+			return err
+		}
+	}
 	_, err := m.Start(watchcache.Consumer{
-		Config: m.cfg, Kinds: kinds, StartupTimeout: m.startupTimeout,
-		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(m, h) },
+		Config: m.cfg, Resources: watched, StartupTimeout: m.startupTimeout,
+		NewBuilder: func(h *watchcache.Handle) watchcache.Builder {
+			b := newBuilder(m, h)
+			b.clusterID = m.clusterID
+			if m.learnt != nil {
+				m.learnt.attach(b)
+			}
+			return b
+		},
 	}, metrics)
+	if err != nil {
+		m.Shutdown() // the ClusterProperty watch
+	}
 	return err
+}
+
+// Shutdown ends the ClusterProperty watch and what dnszone.Server.Start
+// started; for OnShutdown.
+func (m *Multicluster) Shutdown() error {
+	if m.stopWatch != nil {
+		m.stopWatch()
+		m.stopWatch = nil
+	}
+	return m.Server.Shutdown()
 }

@@ -21,6 +21,7 @@ func TestMulticlusterParseOptions(t *testing.T) {
 		ttl 30
 		fallthrough in-addr.arpa
 		startup_timeout 2s
+		cluster_id ClusterA
 	}`)
 	m, err := parse(c)
 	if err != nil {
@@ -31,6 +32,9 @@ func TestMulticlusterParseOptions(t *testing.T) {
 	}
 	if m.TTL != 30 || m.startupTimeout != 2*time.Second || m.cfg.Kubeconfig != kc || m.cfg.Context != "x" || m.cfg.Endpoint != "https://10.0.0.1:6443" {
 		t.Errorf("options: ttl %d, startup_timeout %s, cfg %+v", m.TTL, m.startupTimeout, m.cfg)
+	}
+	if m.clusterID != "clustera" {
+		t.Errorf("cluster_id = %q, want it in lower case", m.clusterID)
 	}
 	if !m.Fall.Through("1.0.42.10.in-addr.arpa.") || m.Fall.Through("x.clusterset.local.") {
 		t.Error("fallthrough zones not applied")
@@ -46,8 +50,8 @@ func TestMulticlusterParseDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(m.Zones, " ") != "clusterset.local." || m.TTL != defaultTTL || m.startupTimeout != defaultStartupTimeout || m.Fall.Zones != nil {
-		t.Errorf("defaults: zones %v, ttl %d, startup_timeout %s, fallthrough %v", m.Zones, m.TTL, m.startupTimeout, m.Fall.Zones)
+	if strings.Join(m.Zones, " ") != "clusterset.local." || m.TTL != defaultTTL || m.startupTimeout != defaultStartupTimeout || m.Fall.Zones != nil || m.clusterID != "" {
+		t.Errorf("defaults: zones %v, ttl %d, startup_timeout %s, fallthrough %v, cluster_id %q", m.Zones, m.TTL, m.startupTimeout, m.Fall.Zones, m.clusterID)
 	}
 }
 
@@ -62,6 +66,10 @@ func TestMulticlusterParseErrors(t *testing.T) {
 		{"multicluster {\nendpoint a b\n}", "Wrong argument count"},
 		{"multicluster {\ntls a b\n}", "Wrong argument count"},
 		{"multicluster {\nstartup_timeout soon\n}", "startup_timeout"},
+		{"multicluster {\ncluster_id\n}", "Wrong argument count"},
+		{"multicluster {\ncluster_id a b\n}", "Wrong argument count"},
+		{"multicluster {\ncluster_id cluster_a\n}", `cluster_id "cluster_a" is not a DNS label`},
+		{"multicluster {\ncluster_id a.b\n}", "is not a DNS label"},
 		{"multicluster not_a..zone", "is not a domain name"},
 		{"multicluster in-addr.arpa", "at least one forward zone"},
 		{"multicluster\nmulticluster", "once"},

@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"context"
+	_ "embed" // the ClusterProperty CRD
 	"fmt"
 	"slices"
 	"time"
@@ -14,27 +15,40 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// MCS API types, as served once Start returns.
+// MCS API types, as served once Start returns (ServiceImports in
+// v1alpha1 unless Options.ServiceImportVersions leaves it out).
 var (
 	ServiceImports = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Resource: "serviceimports"}
 	ServiceExports = schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Resource: "serviceexports"}
+	// ClusterProperties are served with Options.ClusterProperties.
+	ClusterProperties = schema.GroupVersionResource{Group: "about.k8s.io", Version: "v1alpha1", Resource: "clusterproperties"}
 )
+
+// ClusterPropertyCRD is a minimal CRD of KEP-2149's ClusterProperty.
+//
+//go:embed clusterproperty-crd.yaml
+var ClusterPropertyCRD []byte
 
 // crdResource is where CRDs are created. The dynamic client stands in for
 // the apiextensions clientset, which the module does not require.
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// installCRDs creates the CRDs that sigs.k8s.io/mcs-api ships and waits
-// until their resources are served.
+// installCRDs creates the CRDs that sigs.k8s.io/mcs-api ships (the
+// ServiceImport one with the versions asked for) and the ClusterProperty
+// one when asked, and waits until their resources are served.
 func (c *Cluster) installCRDs(ctx context.Context) error {
-	for _, manifest := range [][]byte{mcscrd.ServiceImportCRD, mcscrd.ServiceExportCRD} {
-		if err := c.createCRD(ctx, manifest); err != nil {
+	crds, served, err := c.crds()
+	if err != nil {
+		return err
+	}
+	for _, obj := range crds {
+		if err := c.createCRD(ctx, obj); err != nil {
 			return err
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ReadyTimeout)
 	defer cancel()
-	for _, gvr := range []schema.GroupVersionResource{ServiceImports, ServiceExports} {
+	for _, gvr := range served {
 		if err := c.waitServed(ctx, gvr); err != nil {
 			return err
 		}
@@ -42,13 +56,86 @@ func (c *Cluster) installCRDs(ctx context.Context) error {
 	return nil
 }
 
-// createCRD creates one CRD from its YAML; one that exists (a WorkDir
-// reused with its etcd data) is kept.
-func (c *Cluster) createCRD(ctx context.Context, manifest []byte) error {
+// crds are the CRDs to create, and the resources they serve.
+func (c *Cluster) crds() ([]*unstructured.Unstructured, []schema.GroupVersionResource, error) {
+	imports, err := withVersions(mcscrd.ServiceImportCRD, c.opts.ServiceImportVersions)
+	if err != nil {
+		return nil, nil, err
+	}
+	crds := []*unstructured.Unstructured{imports}
+	served := []schema.GroupVersionResource{ServiceExports}
+	for _, v := range versionsOf(imports) {
+		gvr := ServiceImports
+		gvr.Version = v
+		served = append(served, gvr)
+	}
+	manifests := [][]byte{mcscrd.ServiceExportCRD}
+	if c.opts.ClusterProperties {
+		manifests = append(manifests, ClusterPropertyCRD)
+		served = append(served, ClusterProperties)
+	}
+	for _, manifest := range manifests {
+		obj, err := parseCRD(manifest)
+		if err != nil {
+			return nil, nil, err
+		}
+		crds = append(crds, obj)
+	}
+	return crds, served, nil
+}
+
+func parseCRD(manifest []byte) (*unstructured.Unstructured, error) {
 	obj := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal(manifest, &obj.Object); err != nil {
-		return fmt.Errorf("parse CRD: %w", err)
+		return nil, fmt.Errorf("parse CRD: %w", err)
 	}
+	return obj, nil
+}
+
+// withVersions parses a CRD and keeps the versions listed (all when none
+// is); a single version kept is the stored one.
+func withVersions(manifest []byte, keep []string) (*unstructured.Unstructured, error) {
+	obj, err := parseCRD(manifest)
+	if err != nil || len(keep) == 0 {
+		return obj, err
+	}
+	versions, _, _ := unstructured.NestedSlice(obj.Object, "spec", "versions")
+	var kept []any
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if name, _ := m["name"].(string); slices.Contains(keep, name) {
+			kept = append(kept, m)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("CRD %s has none of the versions %v", obj.GetName(), keep)
+	}
+	if len(kept) == 1 {
+		kept[0].(map[string]any)["storage"] = true
+	}
+	if err := unstructured.SetNestedSlice(obj.Object, kept, "spec", "versions"); err != nil {
+		return nil, fmt.Errorf("CRD %s: %w", obj.GetName(), err)
+	}
+	return obj, nil
+}
+
+// versionsOf names a CRD's versions.
+func versionsOf(crd *unstructured.Unstructured) []string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var out []string
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok {
+			if name, ok := m["name"].(string); ok {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// createCRD creates one CRD; one that exists (a WorkDir reused with its
+// etcd data) is kept.
+func (c *Cluster) createCRD(ctx context.Context, obj *unstructured.Unstructured) error {
 	_, err := c.dynamic.Resource(crdResource).Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create CRD %s: %w", obj.GetName(), err)

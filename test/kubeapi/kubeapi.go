@@ -3,7 +3,9 @@
 //
 // It is a real API server, not a fake: RBAC, ServiceAccount tokens
 // (TokenRequest), dual-stack Service IP allocation and CRDs behave as in a
-// cluster. The MCS CRDs (ServiceImport, ServiceExport) are installed. No
+// cluster. The MCS CRDs (ServiceImport, ServiceExport) are installed, the
+// ServiceImport one serving the versions Options.ServiceImportVersions
+// asks for; with Options.ClusterProperties, KEP-2149's ClusterProperty too. No
 // controllers run (there is no kube-controller-manager), so nothing creates
 // EndpointSlices for Services, no namespace finishes deleting and no
 // namespace gets a "default" ServiceAccount; tests create what they need. The
@@ -64,6 +66,14 @@ type Options struct {
 	// APIServerFlags are appended to the kube-apiserver command line; a
 	// flag given twice takes its last value.
 	APIServerFlags []string
+	// ServiceImportVersions are the versions the ServiceImport CRD serves
+	// ("v1alpha1", "v1beta1"); default both, as mcs-api ships it. With one,
+	// that one is stored too: an MCS install older or newer than the one
+	// the module's CRD comes from.
+	ServiceImportVersions []string
+	// ClusterProperties installs the ClusterProperty CRD (KEP-2149,
+	// about.k8s.io/v1alpha1; ClusterPropertyCRD).
+	ClusterProperties bool
 }
 
 // Cluster is a running etcd and kube-apiserver.

@@ -18,7 +18,7 @@ type Metrics struct {
 	Replies *Counters
 	// Synced keeps the synced gauge at 1 while any instance serves a
 	// synced snapshot (reload-safe).
-	Synced *watchcache.InstanceGauge
+	Synced *instanceGauge
 }
 
 // programming is the time from a change in the API to the moment a plugin
@@ -43,7 +43,7 @@ func NewMetrics(pluginName string) *Metrics {
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "synced",
 		Help: "1 once the cache has synced and the first answers are built.",
 	})
-	return &Metrics{plugin: pluginName, Replies: NewCounters(requests), Synced: watchcache.NewInstanceGauge(synced)}
+	return &Metrics{plugin: pluginName, Replies: NewCounters(requests), Synced: newInstanceGauge(synced)}
 }
 
 // ObserveProgrammed records one change of a service of kind now served.

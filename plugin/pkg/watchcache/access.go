@@ -16,7 +16,7 @@ import (
 var neededVerbs = []string{"list", "watch"}
 
 // resourceGroups are the API groups of the watched resources.
-var resourceGroups = map[Kind]string{
+var resourceGroups = map[Resources]string{
 	Services:       "",
 	EndpointSlices: "discovery.k8s.io",
 	Namespaces:     "",
@@ -27,7 +27,7 @@ var resourceGroups = map[Kind]string{
 
 // qualifiedResource names k the way RBAC rules and kubectl do:
 // "services", "endpointslices.discovery.k8s.io".
-func qualifiedResource(k Kind) string {
+func qualifiedResource(k Resources) string {
 	if g := resourceGroups[k]; g != "" {
 		return resourceNames[k] + "." + g
 	}
@@ -72,7 +72,7 @@ func (c *Cache) checkAccess(ctx context.Context, inf *informer) {
 
 // allowed is one SelfSubjectAccessReview, which every authenticated
 // identity may create.
-func (c *Cache) allowed(ctx context.Context, k Kind, verb string) (bool, error) {
+func (c *Cache) allowed(ctx context.Context, k Resources, verb string) (bool, error) {
 	review := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authzv1.ResourceAttributes{Verb: verb, Group: resourceGroups[k], Resource: resourceNames[k]},
 	}}

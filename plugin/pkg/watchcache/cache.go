@@ -25,12 +25,12 @@ import (
 
 var log = clog.NewWithPlugin("watchcache")
 
-// Kind is a set of watched resources.
-type Kind uint8
+// Resources is a set of watched resources.
+type Resources uint8
 
 // The resources the cache can watch.
 const (
-	Services Kind = 1 << iota
+	Services Resources = 1 << iota
 	EndpointSlices
 	Namespaces
 	Pods
@@ -40,13 +40,13 @@ const (
 	ServiceCIDRs
 )
 
-// allKinds in a stable order, for loops and messages.
-var allKinds = []Kind{Services, EndpointSlices, Namespaces, Pods, ServiceImports, ServiceCIDRs}
+// allResources in a stable order, for loops and messages.
+var allResources = []Resources{Services, EndpointSlices, Namespaces, Pods, ServiceImports, ServiceCIDRs}
 
 // String names the resources in k, as the API does.
-func (k Kind) String() string {
+func (k Resources) String() string {
 	var names []string
-	for _, one := range allKinds {
+	for _, one := range allResources {
 		if k&one != 0 {
 			names = append(names, resourceNames[one])
 		}
@@ -54,7 +54,7 @@ func (k Kind) String() string {
 	return strings.Join(names, ",")
 }
 
-var resourceNames = map[Kind]string{
+var resourceNames = map[Resources]string{
 	Services:       "services",
 	EndpointSlices: "endpointslices",
 	Namespaces:     "namespaces",
@@ -81,7 +81,7 @@ type Cache struct {
 	refs int
 
 	mu        sync.RWMutex
-	informers map[Kind]*informer
+	informers map[Resources]*informer
 	subs      map[int]func(Event)
 	nextSub   int
 }
@@ -90,14 +90,14 @@ type Cache struct {
 // for. Release it when the consumer shuts down.
 type Handle struct {
 	*Cache
-	kinds    Kind
-	released sync.Once
+	resources Resources
+	released  sync.Once
 }
 
 // Acquire returns a Handle on the cache for cfg, creating it on first use,
-// and makes sure the resources in kinds are watched.
-func Acquire(cfg Config, kinds Kind) (*Handle, error) {
-	h, _, _, err := acquireSubscribed(cfg, kinds, nil)
+// and makes sure the resources in resources are watched.
+func Acquire(cfg Config, resources Resources) (*Handle, error) {
+	h, _, _, err := acquireSubscribed(cfg, resources, nil)
 	return h, err
 }
 
@@ -105,9 +105,9 @@ func Acquire(cfg Config, kinds Kind) (*Handle, error) {
 // nil) is given the handle before any informer starts and returns the
 // function to call for every change, so that it sees an event for every
 // object the informers it starts list; fresh tells whether every resource
-// of kinds was started by this call. A cache another consumer started is
+// of resources was started by this call. A cache another consumer started is
 // not fresh. subscribe runs with the registry locked: it must not block.
-func acquireSubscribed(cfg Config, kinds Kind, subscribe func(*Handle) func(Event)) (h *Handle, unsubscribe func(), fresh bool, err error) {
+func acquireSubscribed(cfg Config, resources Resources, subscribe func(*Handle) func(Event)) (h *Handle, unsubscribe func(), fresh bool, err error) {
 	registry.Lock()
 	defer registry.Unlock()
 	c, ok := registry.caches[cfg.key()]
@@ -118,13 +118,13 @@ func acquireSubscribed(cfg Config, kinds Kind, subscribe func(*Handle) func(Even
 		registry.caches[cfg.key()] = c
 	}
 	c.refs++
-	h = &Handle{Cache: c, kinds: kinds}
+	h = &Handle{Cache: c, resources: resources}
 	unsubscribe = func() {}
 	if subscribe != nil {
 		unsubscribe = c.Subscribe(subscribe(h))
 	}
-	started := c.startInformers(kinds)
-	return h, unsubscribe, started == kinds, nil
+	started := c.startInformers(resources)
+	return h, unsubscribe, started == resources, nil
 }
 
 // Release gives up the handle: informers nobody else needs stop, and the
@@ -132,7 +132,7 @@ func acquireSubscribed(cfg Config, kinds Kind, subscribe func(*Handle) func(Even
 func (h *Handle) Release() {
 	h.released.Do(func() {
 		registry.Lock()
-		idle := h.dropInformers(h.kinds)
+		idle := h.dropInformers(h.resources)
 		h.refs--
 		if h.refs == 0 {
 			delete(registry.caches, h.cfg.key())
@@ -159,7 +159,7 @@ func newCache(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create MCS API client: %w", err)
 	}
-	return &Cache{cfg: cfg, core: core, mcs: mcs, informers: map[Kind]*informer{}, subs: map[int]func(Event){}}, nil
+	return &Cache{cfg: cfg, core: core, mcs: mcs, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
 }
 
 // protobuf asks for the API's protobuf encoding, which built-in types
@@ -172,12 +172,12 @@ func protobuf(rc *rest.Config) *rest.Config {
 	return c
 }
 
-// startInformers starts what kinds need and is not running yet, and counts
-// one more user of each; it returns the kinds it started. Called with
+// startInformers starts what resources need and is not running yet, and counts
+// one more user of each; it returns the resources it started. Called with
 // registry's lock held.
-func (c *Cache) startInformers(kinds Kind) (started Kind) {
-	for _, k := range allKinds {
-		if kinds&k == 0 {
+func (c *Cache) startInformers(resources Resources) (started Resources) {
+	for _, k := range allResources {
+		if resources&k == 0 {
 			continue
 		}
 		c.mu.Lock()
@@ -199,10 +199,10 @@ func (c *Cache) startInformers(kinds Kind) (started Kind) {
 // dropInformers counts one user less of each kind and returns the
 // informers nobody uses any more, for the caller to stop. Called with
 // registry's lock held.
-func (c *Cache) dropInformers(kinds Kind) []*informer {
+func (c *Cache) dropInformers(resources Resources) []*informer {
 	var idle []*informer
-	for _, k := range allKinds {
-		if kinds&k == 0 {
+	for _, k := range allResources {
+		if resources&k == 0 {
 			continue
 		}
 		c.mu.Lock()
@@ -219,13 +219,13 @@ func (c *Cache) dropInformers(kinds Kind) []*informer {
 	return idle
 }
 
-// HasSynced tells whether every resource in kinds has been listed once
+// HasSynced tells whether every resource in resources has been listed once
 // and is being watched.
-func (c *Cache) HasSynced(kinds Kind) bool {
+func (c *Cache) HasSynced(resources Resources) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for _, k := range allKinds {
-		if kinds&k == 0 {
+	for _, k := range allResources {
+		if resources&k == 0 {
 			continue
 		}
 		inf, ok := c.informers[k]
@@ -236,40 +236,40 @@ func (c *Cache) HasSynced(kinds Kind) bool {
 	return true
 }
 
-// ErrNotSynced is returned by WaitForSync when ctx ends first.
-var ErrNotSynced = errors.New("not synced")
+// errNotSynced is returned by WaitForSync when ctx ends first.
+var errNotSynced = errors.New("not synced")
 
-// WaitForSync blocks until every resource in kinds has synced or ctx ends;
+// WaitForSync blocks until every resource in resources has synced or ctx ends;
 // the error then names the resources that have not.
-func (c *Cache) WaitForSync(ctx context.Context, kinds Kind) error {
+func (c *Cache) WaitForSync(ctx context.Context, resources Resources) error {
 	for {
-		if c.HasSynced(kinds) {
+		if c.HasSynced(resources) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %s (last error: %v)", ErrNotSynced, c.unsynced(kinds), c.lastError(kinds))
+			return fmt.Errorf("%w: %s (last error: %v)", errNotSynced, c.unsynced(resources), c.lastError(resources))
 		case <-c.syncTick():
 		}
 	}
 }
 
-func (c *Cache) unsynced(kinds Kind) Kind {
-	var out Kind
-	for _, k := range allKinds {
-		if kinds&k != 0 && !c.HasSynced(k) {
+func (c *Cache) unsynced(resources Resources) Resources {
+	var out Resources
+	for _, k := range allResources {
+		if resources&k != 0 && !c.HasSynced(k) {
 			out |= k
 		}
 	}
 	return out
 }
 
-// lastError is the most recent list or watch error of any kind in kinds.
-func (c *Cache) lastError(kinds Kind) error {
+// lastError is the most recent list or watch error of any kind in resources.
+func (c *Cache) lastError(resources Resources) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for _, k := range allKinds {
-		if inf, ok := c.informers[k]; ok && kinds&k != 0 {
+	for _, k := range allResources {
+		if inf, ok := c.informers[k]; ok && resources&k != 0 {
 			if err := inf.state.lastError(); err != nil {
 				return err
 			}

@@ -28,16 +28,17 @@ type Preparer interface {
 }
 
 // Consumer is how a plugin instance uses the shared cache: acquire it for
-// Kinds, feed its events to a Builder, publish a first snapshot once the
+// Resources, feed its events to a Builder, publish a first snapshot once the
 // cache has synced and keep it current, and count the instance in Synced
 // while it serves.
 type Consumer struct {
-	Config Config
-	Kinds  Kind
+	Config    Config
+	Resources Resources
 	// StartupTimeout bounds how long Start waits for the first snapshot.
 	StartupTimeout time.Duration
-	// Synced counts the instances serving a synced snapshot.
-	Synced *InstanceGauge
+	// Synced counts the instances serving a synced snapshot: Up when the
+	// first snapshot is out, and the function it returns at Stop.
+	Synced interface{ Up() (down func()) }
 	// NewBuilder makes the instance's builder over the acquired cache.
 	NewBuilder func(*Handle) Builder
 	// Published tells whether the first snapshot is out.
@@ -61,7 +62,7 @@ type Started struct {
 func (c Consumer) Start() (*Started, error) {
 	var b Builder
 	wake := make(chan struct{}, 1)
-	h, unsubscribe, fresh, err := acquireSubscribed(c.Config, c.Kinds, func(h *Handle) func(Event) {
+	h, unsubscribe, fresh, err := acquireSubscribed(c.Config, c.Resources, func(h *Handle) func(Event) {
 		b = c.NewBuilder(h)
 		return func(ev Event) {
 			if b.Mark(ev) {
@@ -115,9 +116,9 @@ func (c Consumer) Start() (*Started, error) {
 // nil) apply changes as they arrive; false when ctx ends first.
 func (c Consumer) prepareUntilSynced(ctx context.Context, h *Handle, prep Preparer, wake <-chan struct{}) bool {
 	if prep == nil {
-		return h.WaitForSync(ctx, c.Kinds) == nil
+		return h.WaitForSync(ctx, c.Resources) == nil
 	}
-	for !h.HasSynced(c.Kinds) {
+	for !h.HasSynced(c.Resources) {
 		select {
 		case <-ctx.Done():
 			return false
@@ -133,7 +134,7 @@ func (c Consumer) prepareUntilSynced(ctx context.Context, h *Handle, prep Prepar
 func (c Consumer) waitPublished(ctx context.Context, h *Handle) error {
 	wait, cancel := context.WithTimeout(ctx, c.StartupTimeout)
 	defer cancel()
-	if err := h.WaitForSync(wait, c.Kinds); err != nil {
+	if err := h.WaitForSync(wait, c.Resources); err != nil {
 		return err
 	}
 	for !c.Published() && wait.Err() == nil {

@@ -9,12 +9,17 @@ import (
 // Event says that the DNS data of one service (or import, pod, namespace)
 // may have changed.
 type Event struct {
-	Kind Kind
-	// Namespace and Name of the Service the change belongs to; for an
-	// EndpointSlice that is its service-name label, for a Pod or Namespace
-	// the object itself.
-	Namespace, Name string
-	// Import is the ServiceImport an EndpointSlice belongs to (MCS label).
+	// Resource is the one resource the changed object is of.
+	Resource Resources
+	// Namespace is the changed object's namespace; for a Namespace, its
+	// own name.
+	Namespace string
+	// Service is the Service the change belongs to: a Service's own name, an
+	// EndpointSlice's service-name label ("" without one); "" for the
+	// other resources.
+	Service string
+	// Import is the ServiceImport the change belongs to: an import's own
+	// name, an EndpointSlice's MCS service-name label; "" otherwise.
 	Import string
 	// Changed is when the change happened in the API (see changeTime), or
 	// when the watch delivered it if the API does not say precisely.
@@ -48,7 +53,7 @@ func (c *Cache) publish(ev Event) {
 // handler keeps the informer's indexes and turns its notifications into
 // Events. The indexes change before the event goes out, so a consumer
 // that reads them on an event finds the change.
-func (c *Cache) handler(k Kind, idx *indexes) cache.ResourceEventHandler {
+func (c *Cache) handler(k Resources, idx *indexes) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			idx.update(nil, obj)
@@ -57,7 +62,7 @@ func (c *Cache) handler(k Kind, idx *indexes) cache.ResourceEventHandler {
 		UpdateFunc: func(old, obj any) {
 			idx.update(old, obj)
 			// A slice moved to another service changes both.
-			if o, n := eventFor(k, old), eventFor(k, obj); o.Name != n.Name || o.Import != n.Import {
+			if o, n := eventFor(k, old), eventFor(k, obj); o.Service != n.Service || o.Import != n.Import {
 				c.notify(k, old)
 			}
 			c.notify(k, obj)
@@ -72,9 +77,9 @@ func (c *Cache) handler(k Kind, idx *indexes) cache.ResourceEventHandler {
 	}
 }
 
-func (c *Cache) notify(k Kind, obj any) {
+func (c *Cache) notify(k Resources, obj any) {
 	ev := eventFor(k, obj)
-	if ev.Kind == 0 {
+	if ev.Resource == 0 {
 		log.Warningf("unexpected %T in the %s informer, ignored", obj, resourceNames[k])
 		return
 	}
@@ -85,20 +90,20 @@ func (c *Cache) notify(k Kind, obj any) {
 	c.publish(ev)
 }
 
-func eventFor(k Kind, obj any) Event {
+func eventFor(k Resources, obj any) Event {
 	switch o := obj.(type) {
 	case *Service:
-		return Event{Kind: k, Namespace: o.namespace, Name: o.name, Changed: o.Changed}
+		return Event{Resource: k, Namespace: o.namespace, Service: o.name, Changed: o.Changed}
 	case *EndpointSlice:
-		return Event{Kind: k, Namespace: o.namespace, Name: o.Service, Import: o.MultiClusterService, Changed: o.Changed}
+		return Event{Resource: k, Namespace: o.namespace, Service: o.Service, Import: o.MultiClusterService, Changed: o.Changed}
 	case *ServiceImport:
-		return Event{Kind: k, Namespace: o.namespace, Name: o.name, Import: o.name, Changed: o.Changed}
+		return Event{Resource: k, Namespace: o.namespace, Import: o.name, Changed: o.Changed}
 	case *Pod:
-		return Event{Kind: k, Namespace: o.namespace, Name: o.name}
+		return Event{Resource: k, Namespace: o.namespace}
 	case *Namespace:
-		return Event{Kind: k, Namespace: o.name, Name: o.name}
+		return Event{Resource: k, Namespace: o.name}
 	case *ServiceCIDR:
-		return Event{Kind: k, Name: o.name}
+		return Event{Resource: k}
 	}
 	return Event{}
 }

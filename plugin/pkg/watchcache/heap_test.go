@@ -29,8 +29,8 @@ func BenchmarkStoreHeap(b *testing.B) {
 	c := &Cache{core: core, mcs: mcs}
 	for b.Loop() {
 		var total float64
-		for _, k := range []Kind{Services, EndpointSlices, Pods} {
-			heap := storeHeap(b, k, c.source(k), func(add func(any)) {
+		for _, k := range []Resources{Services, EndpointSlices, Pods} {
+			heap := storeHeap(b, k, c.listingOf(k), func(add func(any)) {
 				for i := range services {
 					switch k {
 					case Services:
@@ -54,7 +54,7 @@ func BenchmarkStoreHeap(b *testing.B) {
 
 // storeHeap fills a store and the kind's indexes as the informer would
 // (transform, store, indexes) and returns the live heap they hold, in MiB.
-func storeHeap(b *testing.B, k Kind, src source, fill func(add func(any))) float64 {
+func storeHeap(b *testing.B, k Resources, src listing, fill func(add func(any))) float64 {
 	before := liveHeap()
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	idx := newIndexes(k)

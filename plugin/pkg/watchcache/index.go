@@ -70,7 +70,7 @@ type indexes struct {
 	podsByIP                        *index[netip.Addr, Pod]
 }
 
-func newIndexes(k Kind) *indexes {
+func newIndexes(k Resources) *indexes {
 	x := &indexes{}
 	sliceMeta := func(s *EndpointSlice) *objectMeta { return &s.objectMeta }
 	switch k {

@@ -15,12 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 )
 
 // informer watches one resource.
 type informer struct {
-	kind       Kind
+	kind       Resources
 	store      cache.Store
 	idx        *indexes
 	controller cache.Controller
@@ -38,35 +37,34 @@ type informer struct {
 	absent bool
 }
 
-// source is how one resource is listed and converted.
-type source struct {
+// listing is how one resource is listed and converted.
+type listing struct {
 	lw        *cache.ListWatch
 	example   runtime.Object
 	transform cache.TransformFunc
 }
 
-func (c *Cache) source(k Kind) source {
+func (c *Cache) listingOf(k Resources) listing {
 	sel := func(o *metav1.ListOptions) { o.LabelSelector = c.cfg.LabelSelector }
 	all := func(*metav1.ListOptions) {}
 	switch k {
 	case Services:
-		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "services", metav1.NamespaceAll, sel),
+		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "services", metav1.NamespaceAll, sel),
 			&corev1.Service{}, toService}
 	case EndpointSlices:
-		return source{cache.NewFilteredListWatchFromClient(c.core.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, sel),
+		return listing{cache.NewFilteredListWatchFromClient(c.core.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, sel),
 			&discoveryv1.EndpointSlice{}, sliceTransform(c.cfg.EndpointPodNames)}
 	case Namespaces:
-		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
+		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
 			&corev1.Namespace{}, toNamespace}
 	case Pods:
-		return source{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, all),
+		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, all),
 			&corev1.Pod{}, toPod}
 	case ServiceCIDRs:
-		return source{cache.NewFilteredListWatchFromClient(c.core.NetworkingV1().RESTClient(), "servicecidrs", metav1.NamespaceAll, all),
+		return listing{cache.NewFilteredListWatchFromClient(c.core.NetworkingV1().RESTClient(), "servicecidrs", metav1.NamespaceAll, all),
 			&networkingv1.ServiceCIDR{}, toServiceCIDR}
 	default:
-		return source{cache.NewFilteredListWatchFromClient(c.mcs.MulticlusterV1alpha1().RESTClient(), "serviceimports", metav1.NamespaceAll, all),
-			&mcsv1alpha1.ServiceImport{}, toServiceImport}
+		return c.importSource()
 	}
 }
 
@@ -104,8 +102,8 @@ func emptyListWatch() *cache.ListWatch {
 	}
 }
 
-func (c *Cache) newInformer(k Kind) *informer {
-	src := c.source(k)
+func (c *Cache) newInformer(k Resources) *informer {
+	src := c.listingOf(k)
 	// ServiceCIDRs are optional: an API server that does not serve them
 	// (before Kubernetes 1.33, or with the API turned off) has none.
 	absent := k == ServiceCIDRs && !c.serves(networkingv1.SchemeGroupVersion.String(), resourceNames[k])
@@ -168,24 +166,26 @@ func (inf *informer) stop() {
 // behind to keep an alert firing.
 var liveInformers = struct {
 	sync.Mutex
-	n map[Kind]int
-}{n: map[Kind]int{}}
+	n map[Resources]int
+}{n: map[Resources]int{}}
 
-func informerStarted(k Kind) {
+func informerStarted(k Resources) {
 	liveInformers.Lock()
 	defer liveInformers.Unlock()
 	liveInformers.n[k]++
+	informers.WithLabelValues(resourceNames[k]).Set(float64(liveInformers.n[k]))
 }
 
-func informerGone(k Kind) {
+func informerGone(k Resources) {
 	liveInformers.Lock()
 	defer liveInformers.Unlock()
 	liveInformers.n[k]--
+	name := resourceNames[k]
+	informers.WithLabelValues(name).Set(float64(liveInformers.n[k]))
 	if liveInformers.n[k] > 0 {
 		return
 	}
 	delete(liveInformers.n, k)
-	name := resourceNames[k]
 	syncedGauge.DeleteLabelValues(name)
 	apiReachable.DeleteLabelValues(name)
 	for _, verb := range neededVerbs {
@@ -209,7 +209,7 @@ func (c *Cache) syncTick() <-chan time.Time { return time.After(50 * time.Millis
 // connState follows whether list and watch calls reach the API server, so
 // an outage and the recovery are each logged once, and exported.
 type connState struct {
-	kind Kind
+	kind Resources
 	mu   sync.Mutex
 	down bool
 	err  error
@@ -230,7 +230,7 @@ type connState struct {
 	recheck           func()
 }
 
-func newConnState(k Kind) *connState {
+func newConnState(k Resources) *connState {
 	apiReachable.WithLabelValues(resourceNames[k]).Set(1)
 	for _, verb := range neededVerbs {
 		permissionDenied.WithLabelValues(resourceNames[k], verb).Set(0)

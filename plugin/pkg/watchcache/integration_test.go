@@ -26,7 +26,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	kubeapi.ForTest(m, kubeapi.Options{APIServerFlags: []string{
+	kubeapi.ForTest(m, kubeapi.Options{ClusterProperties: true, APIServerFlags: []string{
 		// Objects written before 1.36 may carry non-canonical addresses
 		// ("10.1.0.010"); turning strict validation off lets the test
 		// create one and show that the cache skips it.
@@ -68,19 +68,19 @@ func newEnv(t *testing.T, prefix string) *env {
 	return &env{t: t, ctx: ctx, cl: cl, kube: cl.Client(), ns: ns.Name, cfg: Config{Kubeconfig: cl.Kubeconfig}}
 }
 
-// acquire takes a handle on kinds, released when the test ends, and waits
+// acquire takes a handle on resources, released when the test ends, and waits
 // for it to sync.
-func (e *env) acquire(kinds Kind) *Handle {
+func (e *env) acquire(resources Resources) *Handle {
 	e.t.Helper()
-	h, err := Acquire(e.cfg, kinds)
+	h, err := Acquire(e.cfg, resources)
 	if err != nil {
-		e.t.Fatalf("Acquire(%s): %v", kinds, err)
+		e.t.Fatalf("Acquire(%s): %v", resources, err)
 	}
 	e.t.Cleanup(h.Release)
 	ctx, cancel := context.WithTimeout(e.ctx, settle)
 	defer cancel()
-	if err := h.WaitForSync(ctx, kinds); err != nil {
-		e.t.Fatalf("WaitForSync(%s): %v", kinds, err)
+	if err := h.WaitForSync(ctx, resources); err != nil {
+		e.t.Fatalf("WaitForSync(%s): %v", resources, err)
 	}
 	return h
 }
@@ -204,7 +204,7 @@ func sliceNames(ss []*EndpointSlice) []string {
 }
 
 // informerOf returns the running informer of k, or nil.
-func informerOf(c *Cache, k Kind) *informer {
+func informerOf(c *Cache, k Resources) *informer {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.informers[k]
@@ -239,25 +239,25 @@ func TestServicesCached(t *testing.T) {
 		name:     "cluster-ip",
 		spec:     corev1.ServiceSpec{Ports: ports},
 		families: "IPv4",
-		want:     Service{Kind: KindClusterIP, Ports: wantPorts},
+		want:     Service{Kind: ClusterIP, Ports: wantPorts},
 	}, {
 		name:     "dual-stack",
 		spec:     corev1.ServiceSpec{IPFamilyPolicy: new(corev1.IPFamilyPolicyRequireDualStack), Ports: ports[:1]},
 		families: "IPv4,IPv6",
-		want:     Service{Kind: KindClusterIP, Ports: wantPorts[:1]},
+		want:     Service{Kind: ClusterIP, Ports: wantPorts[:1]},
 	}, {
 		name: "headless-selector",
 		spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "db"}, PublishNotReadyAddresses: true, Ports: ports[:2]},
-		want: Service{Kind: KindHeadlessWithSelector, Ports: wantPorts[:2], PublishNotReady: true},
+		want: Service{Kind: HeadlessWithSelector, Ports: wantPorts[:2], PublishNotReady: true},
 	}, {
 		name: "headless-manual",
 		spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone},
 		ann:  map[string]string{AnnotationTolerateUnready: "true"},
-		want: Service{Kind: KindHeadlessWithoutSelector, PublishNotReady: true},
+		want: Service{Kind: HeadlessWithoutSelector, PublishNotReady: true},
 	}, {
 		name: "external",
 		spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "db.example.com."},
-		want: Service{Kind: KindExternalName, ExternalName: "db.example.com"},
+		want: Service{Kind: ExternalName, ExternalName: "db.example.com"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -430,20 +430,20 @@ func slicesWithAddr(ss []*EndpointSlice, a netip.Addr) []*EndpointSlice {
 // informers, leaving no goroutine behind.
 func TestSharing(t *testing.T) {
 	e := newEnv(t, "wc-sharing")
-	kinds := Services | EndpointSlices
+	resources := Services | EndpointSlices
 	// A first cycle opens the connections that client-go keeps for reuse
 	// whatever we do; the goroutines counted after it are ours.
-	e.acquire(kinds).Release()
+	e.acquire(resources).Release()
 	if c := registered(e.cfg); c != nil {
 		t.Fatalf("registry still holds the cache after its only Release")
 	}
 	before := settledGoroutines()
 
-	h1, h2 := e.acquire(kinds), e.acquire(kinds)
+	h1, h2 := e.acquire(resources), e.acquire(resources)
 	if h1.Cache != h2.Cache || registered(e.cfg) != h1.Cache {
 		t.Fatalf("two Acquire calls with one Config gave different caches")
 	}
-	infs := map[Kind]*informer{Services: informerOf(h1.Cache, Services), EndpointSlices: informerOf(h1.Cache, EndpointSlices)}
+	infs := map[Resources]*informer{Services: informerOf(h1.Cache, Services), EndpointSlices: informerOf(h1.Cache, EndpointSlices)}
 	for k, inf := range infs {
 		if inf == nil || inf.refs != 2 {
 			t.Fatalf("%s informer = %+v, want one shared by two handles", k, inf)
@@ -543,13 +543,13 @@ func subscribe(t *testing.T, c *Cache, ns string) <-chan Event {
 }
 
 // nextEvent waits for the next event of kind about name, skipping others.
-func nextEvent(t *testing.T, ch <-chan Event, kind Kind, name string) Event {
+func nextEvent(t *testing.T, ch <-chan Event, kind Resources, name string) Event {
 	t.Helper()
 	timeout := time.After(settle)
 	for {
 		select {
 		case ev := <-ch:
-			if ev.Kind == kind && ev.Name == name {
+			if ev.Resource == kind && ev.Service == name {
 				return ev
 			}
 		case <-timeout:
@@ -610,7 +610,7 @@ func TestEvents(t *testing.T) {
 	nextEvent(t, ch, EndpointSlices, "web")
 	select {
 	case ev := <-ch:
-		if ev.Kind != EndpointSlices || ev.Name != "api" {
+		if ev.Resource != EndpointSlices || ev.Service != "api" {
 			t.Errorf("after the old service's event: %+v, want the new service api", ev)
 		}
 	case <-time.After(settle):
@@ -625,7 +625,7 @@ func TestSync(t *testing.T) {
 	e := newEnv(t, "wc-sync")
 	h := e.acquire(Services | EndpointSlices)
 	if !h.HasSynced(Services|EndpointSlices) || h.HasSynced(Services|Pods) {
-		t.Errorf("HasSynced: want true for the kinds acquired, false with Pods")
+		t.Errorf("HasSynced: want true for the resources acquired, false with Pods")
 	}
 
 	// Port 1 on loopback: nothing listens, every call is refused at once.
@@ -644,8 +644,8 @@ func TestSync(t *testing.T) {
 	start := time.Now()
 	err = bad.WaitForSync(ctx, Services|EndpointSlices)
 	took := time.Since(start)
-	if !errors.Is(err, ErrNotSynced) || !strings.Contains(err.Error(), "services,endpointslices") {
-		t.Errorf("WaitForSync = %v, want ErrNotSynced naming services,endpointslices", err)
+	if !errors.Is(err, errNotSynced) || !strings.Contains(err.Error(), "services,endpointslices") {
+		t.Errorf("WaitForSync = %v, want errNotSynced naming services,endpointslices", err)
 	}
 	if took < wait-100*time.Millisecond || took > wait+time.Second {
 		t.Errorf("WaitForSync returned after %s, want at the %s deadline", took, wait)
@@ -735,7 +735,7 @@ func TestRelistCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lw := newConnState(Services).instrument(c.source(Services).lw)
+	lw := newConnState(Services).instrument(c.listingOf(Services).lw)
 	counter := relists.WithLabelValues("services")
 	base := metricValue(counter)
 	watch := func(o metav1.ListOptions) {

@@ -7,7 +7,7 @@ import (
 )
 
 // store returns the informer store of k, or nil when k is not watched.
-func (c *Cache) store(k Kind) storeReader {
+func (c *Cache) store(k Resources) storeReader {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if inf, ok := c.informers[k]; ok {
@@ -24,7 +24,7 @@ type storeReader interface {
 
 // indexesOf returns the indexes of k's informer, or nil when k is not
 // watched.
-func (c *Cache) indexesOf(k Kind) *indexes {
+func (c *Cache) indexesOf(k Resources) *indexes {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if inf, ok := c.informers[k]; ok {
@@ -33,7 +33,7 @@ func (c *Cache) indexesOf(k Kind) *indexes {
 	return nil
 }
 
-func get[T any](c *Cache, k Kind, key string) *T {
+func get[T any](c *Cache, k Resources, key string) *T {
 	st := c.store(k)
 	if st == nil {
 		return nil
@@ -46,7 +46,7 @@ func get[T any](c *Cache, k Kind, key string) *T {
 	return t
 }
 
-func list[T any](c *Cache, k Kind) []*T {
+func list[T any](c *Cache, k Resources) []*T {
 	st := c.store(k)
 	if st == nil {
 		return nil

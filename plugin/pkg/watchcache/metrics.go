@@ -27,6 +27,10 @@ var (
 		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "relists_total",
 		Help: "Lists after the first: after a watch gap (410 Gone) or an outage.",
 	}, []string{"resource"})
+	informers = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "informers",
+		Help: "Informers running, by resource: 1 per resource and connection however many plugins share it; more than expected after a reload is a leak.",
+	}, []string{"resource"})
 	events = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "events_total",
 		Help: "Changes received from the API.",

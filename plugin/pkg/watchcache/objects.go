@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
 // Well-known labels and annotations the cache reads.
@@ -36,14 +37,14 @@ const (
 // label of the programming latency histogram.
 type ServiceKind string
 
-// The service kinds.
+// The service resources.
 const (
-	KindClusterIP               ServiceKind = "cluster_ip"
-	KindHeadlessWithSelector    ServiceKind = "headless_with_selector"
-	KindHeadlessWithoutSelector ServiceKind = "headless_without_selector"
-	KindExternalName            ServiceKind = "external_name"
-	KindClusterSetIP            ServiceKind = "clusterset_ip"
-	KindMulticlusterHeadless    ServiceKind = "multicluster_headless"
+	ClusterIP               ServiceKind = "cluster_ip"
+	HeadlessWithSelector    ServiceKind = "headless_with_selector"
+	HeadlessWithoutSelector ServiceKind = "headless_without_selector"
+	ExternalName            ServiceKind = "external_name"
+	ClusterSetIP            ServiceKind = "clusterset_ip"
+	MulticlusterHeadless    ServiceKind = "multicluster_headless"
 )
 
 // Port is a service or slice port. Protocol is lower case ("tcp", "udp",
@@ -164,14 +165,41 @@ type Namespace struct {
 // DeepCopyObject implements runtime.Object.
 func (n *Namespace) DeepCopyObject() runtime.Object { return n }
 
-// ServiceImport is what DNS needs of an MCS ServiceImport.
+// ServiceImport is what DNS needs of an MCS ServiceImport, of whichever
+// API version the cache reads (v1beta1 or v1alpha1).
 type ServiceImport struct {
 	objectMeta
 	Headless bool
 	IPs      []netip.Addr
 	Ports    []Port
-	Changed  time.Time
+	// families are spec.ipFamilies; zero when the import does not say,
+	// and then every family is served (see ServesFamilyOf).
+	families ipFamilies
+	// PreferClose is trafficDistribution PreferClose: clients should reach
+	// the endpoints of their own cluster when it has ready ones.
+	PreferClose bool
+	Changed     time.Time
 }
+
+// ipFamilies is a set of address families.
+type ipFamilies uint8
+
+// The address families.
+const (
+	familyIPv4 ipFamilies = 1 << iota
+	familyIPv6
+)
+
+// ServesFamilyOf tells whether a is of one of the import's ipFamilies;
+// every family is when it names none.
+func (s *ServiceImport) ServesFamilyOf(a netip.Addr) bool {
+	f := s.families
+	return f == 0 || a.Is4() && f&familyIPv4 != 0 || a.Is6() && f&familyIPv6 != 0
+}
+
+// trafficPreferClose is the trafficDistribution value that asks for the
+// local cluster's endpoints first.
+const trafficPreferClose = "PreferClose"
 
 // DeepCopyObject implements runtime.Object.
 func (s *ServiceImport) DeepCopyObject() runtime.Object { return s }
@@ -216,7 +244,7 @@ func toService(obj any) (any, error) {
 		Changed:         changeTime(&s.ObjectMeta),
 	}
 	out.Kind = serviceKind(s)
-	if out.Kind == KindClusterIP {
+	if out.Kind == ClusterIP {
 		out.ClusterIPs = parseAddrs(s.Spec.ClusterIPs, s.Spec.ClusterIP)
 	}
 	for _, p := range s.Spec.Ports {
@@ -257,13 +285,13 @@ func externalIPs(s *corev1.Service) []netip.Addr {
 func serviceKind(s *corev1.Service) ServiceKind {
 	switch {
 	case s.Spec.Type == corev1.ServiceTypeExternalName:
-		return KindExternalName
+		return ExternalName
 	case s.Spec.ClusterIP != corev1.ClusterIPNone && s.Spec.ClusterIP != "":
-		return KindClusterIP
+		return ClusterIP
 	case len(s.Spec.Selector) > 0:
-		return KindHeadlessWithSelector
+		return HeadlessWithSelector
 	default:
-		return KindHeadlessWithoutSelector
+		return HeadlessWithoutSelector
 	}
 }
 
@@ -421,21 +449,57 @@ func toNamespace(obj any) (any, error) {
 	return &Namespace{objectMeta: newMeta(&n.ObjectMeta), Labels: n.Labels}, nil
 }
 
+// importSpec is the part of a ServiceImport's spec DNS reads; the API
+// versions spell it alike.
+type importSpec struct {
+	headless bool
+	ips      []string
+	families []corev1.IPFamily
+	traffic  *string
+	ports    []Port
+}
+
+// toServiceImport converts a ServiceImport of either API version.
 func toServiceImport(obj any) (any, error) {
-	si, ok := obj.(*mcsv1alpha1.ServiceImport)
-	if !ok {
-		return obj, nil
+	switch si := obj.(type) {
+	case *mcsv1beta1.ServiceImport:
+		spec := importSpec{headless: si.Spec.Type == mcsv1beta1.Headless, ips: si.Spec.IPs, families: si.Spec.IPFamilies, traffic: si.Spec.TrafficDistribution}
+		for _, p := range si.Spec.Ports {
+			spec.ports = append(spec.ports, importPort(p.Name, p.Protocol, p.Port))
+		}
+		return newServiceImport(&si.ObjectMeta, spec), nil
+	case *mcsv1alpha1.ServiceImport:
+		spec := importSpec{headless: si.Spec.Type == mcsv1alpha1.Headless, ips: si.Spec.IPs, families: si.Spec.IPFamilies, traffic: si.Spec.TrafficDistribution}
+		for _, p := range si.Spec.Ports {
+			spec.ports = append(spec.ports, importPort(p.Name, p.Protocol, p.Port))
+		}
+		return newServiceImport(&si.ObjectMeta, spec), nil
 	}
+	return obj, nil
+}
+
+func importPort(name string, proto corev1.Protocol, port int32) Port {
+	return Port{Name: strings.ToLower(name), Protocol: strings.ToLower(string(proto)), Port: port}
+}
+
+func newServiceImport(om *metav1.ObjectMeta, spec importSpec) *ServiceImport {
 	out := &ServiceImport{
-		objectMeta: newMeta(&si.ObjectMeta),
-		Headless:   si.Spec.Type == mcsv1alpha1.Headless,
-		IPs:        parseAddrs(si.Spec.IPs, ""),
-		Changed:    changeTime(&si.ObjectMeta),
+		objectMeta:  newMeta(om),
+		Headless:    spec.headless,
+		IPs:         parseAddrs(spec.ips, ""),
+		Ports:       spec.ports,
+		PreferClose: spec.traffic != nil && *spec.traffic == trafficPreferClose,
+		Changed:     changeTime(om),
 	}
-	for _, p := range si.Spec.Ports {
-		out.Ports = append(out.Ports, Port{Name: strings.ToLower(p.Name), Protocol: strings.ToLower(string(p.Protocol)), Port: p.Port})
+	for _, f := range spec.families {
+		switch f {
+		case corev1.IPv4Protocol:
+			out.families |= familyIPv4
+		case corev1.IPv6Protocol:
+			out.families |= familyIPv6
+		}
 	}
-	return out, nil
+	return out
 }
 
 // changeTime is when the object last changed in the API, when the API says

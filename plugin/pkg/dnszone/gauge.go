@@ -1,4 +1,4 @@
-package watchcache
+package dnszone
 
 import (
 	"sync"
@@ -6,22 +6,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// InstanceGauge is a 0/1 gauge that is 1 while any plugin instance holds
+// instanceGauge is a 0/1 gauge that is 1 while any plugin instance holds
 // it up. A reload starts the new instance before it shuts the old one
 // down, so a plain Set(0) at shutdown would report the new, serving
 // instance as down.
-type InstanceGauge struct {
+type instanceGauge struct {
 	g  prometheus.Gauge
 	mu sync.Mutex
 	n  int
 }
 
-// NewInstanceGauge wraps g.
-func NewInstanceGauge(g prometheus.Gauge) *InstanceGauge { return &InstanceGauge{g: g} }
+// newInstanceGauge wraps g.
+func newInstanceGauge(g prometheus.Gauge) *instanceGauge { return &instanceGauge{g: g} }
 
 // Up counts one more instance up and returns the function that takes it
 // down again (once, however often it is called).
-func (ig *InstanceGauge) Up() (down func()) {
+func (ig *instanceGauge) Up() (down func()) {
 	ig.mu.Lock()
 	ig.n++
 	ig.g.Set(1)

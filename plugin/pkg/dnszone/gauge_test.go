@@ -1,4 +1,4 @@
-package watchcache
+package dnszone
 
 import (
 	"testing"
@@ -21,7 +21,7 @@ func gaugeValue(t *testing.T, g prometheus.Gauge) float64 {
 // same instance changes nothing.
 func TestInstanceGaugeSurvivesReloadOrder(t *testing.T) {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"})
-	ig := NewInstanceGauge(g)
+	ig := newInstanceGauge(g)
 	oldDown := ig.Up()
 	newDown := ig.Up()
 	oldDown()
