@@ -38,7 +38,7 @@ func readyzProbe(client rest.Interface) func(context.Context) error {
 
 // probeClient is the client whose connection the informer of k watches
 // on: the custom resources' own, or the built-in types'.
-func (c *Cache) probeClient(k Kind) rest.Interface {
+func (c *Cache) probeClient(k Resources) rest.Interface {
 	if k == ServiceImports {
 		return c.mcs.MulticlusterV1alpha1().RESTClient()
 	}
