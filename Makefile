@@ -64,3 +64,13 @@ BENCHFLAGS ?=
 bench: build tools ## measure against the stock kubernetes plugin on each cluster shape; writes docs/benchmarks.md (SCALE=small: quick)
 	bench/deps.sh
 	cd bench && GOWORK=off $(GO) run . -scale $(SCALE) $(if $(SHAPES),-shapes $(SHAPES)) $(BENCHFLAGS)
+
+# The soak (issue 14): the scenarios of docs/reliability.md, at SCALE
+# default (2,000 headless services × 10 endpoints, 1,000 ClusterIP; under
+# 20 minutes on two cores) or small (a tenth, shorter phases; a few
+# minutes). SOAKFLAGS: more flags of the tool (cd soak && go run . -h), for
+# instance -headless 10000 for the bench's S2 scale or -scenarios churn.
+SOAKFLAGS ?=
+.PHONY: soak
+soak: build tools ## run the reliability scenarios against the stock plugin (churn, forced relist, API server faults, hostile input, slow clients); writes docs/reliability.md (SCALE=small: quick)
+	cd soak && GOWORK=off $(GO) run . -scale $(SCALE) $(SOAKFLAGS)

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // Every shape gets exactly its headless and ClusterIP counts, whatever the
@@ -49,10 +51,10 @@ func reply(addrs ...string) *dns.Msg {
 }
 
 func TestJudge(t *testing.T) {
-	s := &churned{addrs: []uint32{addrNum(endpointBase), addrNum(endpointBase) + 1}}
-	s.states = map[uint64]int{setHash(s.addrs): 0}
-	s.addrs[0] = addrNum(churnBase)
-	s.states[setHash(s.addrs)] = 1
+	s := &churned{addrs: []uint32{dnsload.AddrNum(endpointBase), dnsload.AddrNum(endpointBase) + 1}}
+	s.states = map[uint64]int{dnsload.SetHash(s.addrs): 0}
+	s.addrs[0] = dnsload.AddrNum(churnBase)
+	s.states[dnsload.SetHash(s.addrs)] = 1
 	s.finalSeq = 1
 	cases := []struct {
 		name     string

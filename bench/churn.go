@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
-	"net/netip"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +12,9 @@ import (
 	"github.com/miekg/dns"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schemadns/schemadns/test/dnsload"
+	"github.com/schemadns/schemadns/test/procstat"
 )
 
 // The churn: many client-go writers rewrite the EndpointSlices of the
@@ -109,39 +109,18 @@ func newChurn(cfg churnConfig, f *fixture) *churn {
 		s := &churned{ns: f.namespace(i), name: f.serviceName(i), addrs: make([]uint32, e)}
 		s.slice = s.name + "-0"
 		for j := range e {
-			s.addrs[j] = addrNum(endpointBase) + uint32(i*e+j)
+			s.addrs[j] = dnsload.AddrNum(endpointBase) + uint32(i*e+j)
 		}
 		if f.isHeadless(i) {
 			for j := range e {
 				s.hosts = append(s.hosts, fmt.Sprintf("%s-%d", s.name, j))
 			}
-			s.states = map[uint64]int{setHash(s.addrs): 0}
+			s.states = map[uint64]int{dnsload.SetHash(s.addrs): 0}
 			c.checked = append(c.checked, s)
 		}
 		c.services = append(c.services, s)
 	}
 	return c
-}
-
-func addrNum(a netip.Addr) uint32 { return binary.BigEndian.Uint32(a.AsSlice()) }
-
-func numAddr(v uint32) string {
-	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], v)
-	return netip.AddrFrom4(b).String()
-}
-
-// setHash identifies a set of addresses whatever their order.
-func setHash(addrs []uint32) uint64 {
-	s := slices.Clone(addrs)
-	slices.Sort(s)
-	h := fnv.New64a()
-	var b [4]byte
-	for _, a := range s {
-		binary.BigEndian.PutUint32(b[:], a)
-		h.Write(b[:])
-	}
-	return h.Sum64()
 }
 
 // run writes for the configured time while checking each server, then
@@ -155,8 +134,8 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 	watches := make([]*rssWatch, len(servers))
 	cpu0 := make([]float64, len(servers))
 	for i, s := range servers {
-		cpu0[i], _ = cpuSeconds(s.pid())
-		if err := resetPeak(s.pid()); err != nil {
+		cpu0[i], _ = procstat.CPUSeconds(s.pid())
+		if err := procstat.ResetPeak(s.pid()); err != nil {
 			hwm = false
 			res.PeakBy = fmt.Sprintf("the largest VmRSS sampled every 50 ms (VmHWM could not be reset: %v)", err)
 		}
@@ -195,11 +174,11 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 	}
 	res.CPU = map[string]float64{}
 	for i, s := range servers {
-		if cpu, err := cpuSeconds(s.pid()); err == nil {
+		if cpu, err := procstat.CPUSeconds(s.pid()); err == nil {
 			res.CPU[s.Key] = cpu - cpu0[i]
 		}
 		peak := watches[i].end()
-		if _, top, err := rss(s.pid()); err == nil && hwm {
+		if _, top, err := procstat.RSS(s.pid()); err == nil && hwm {
 			peak = max(peak, top)
 		}
 		res.PeakRSS[s.Key] = peak
@@ -222,7 +201,7 @@ func (c *churn) write(ctx context.Context, end time.Time) {
 	writing, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	tokens := make(chan struct{}, c.cfg.writers)
-	go pace(writing, tokens, c.cfg.rate)
+	go dnsload.Pace(writing, tokens, c.cfg.rate)
 	var wg sync.WaitGroup
 	for w := range c.cfg.writers {
 		var mine []*churned
@@ -252,17 +231,17 @@ func (c *churn) write(ctx context.Context, end time.Time) {
 // checker knows it), and writes the slice whole (an unconditional update:
 // only this writer writes it).
 func (c *churn) update(ctx context.Context, s *churned) {
-	s.addrs[s.seq%len(s.addrs)] = addrNum(churnBase) + c.next.Add(1)
+	s.addrs[s.seq%len(s.addrs)] = dnsload.AddrNum(churnBase) + c.next.Add(1)
 	s.seq++
 	seq := s.seq
 	if s.states != nil {
 		s.mu.Lock()
-		s.states[setHash(s.addrs)] = seq
+		s.states[dnsload.SetHash(s.addrs)] = seq
 		s.mu.Unlock()
 	}
 	addrs := make([]string, len(s.addrs))
 	for j, a := range s.addrs {
-		addrs[j] = numAddr(a)
+		addrs[j] = dnsload.NumAddr(a)
 	}
 	sl := endpointSlice(s.ns, s.slice, addrs, s.hosts)
 	sl.Labels = map[string]string{discoveryv1.LabelServiceName: s.name, discoveryv1.LabelManagedBy: managedBy}
@@ -300,7 +279,7 @@ func (s *churned) judge(r *dns.Msg, settling bool) (verdict, string) {
 		}
 	}
 	s.mu.Lock()
-	seq, ok := s.states[setHash(got)]
+	seq, ok := s.states[dnsload.SetHash(got)]
 	final := s.finalSeq
 	s.mu.Unlock()
 	switch {
@@ -325,13 +304,13 @@ func (ch *checker) run(ctx context.Context, rate int) {
 		return
 	}
 	tokens := make(chan struct{}, checkersPerServer)
-	go pace(ctx, tokens, rate)
+	go dnsload.Pace(ctx, tokens, rate)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range checkersPerServer {
 		wg.Go(func() {
-			q := newQuerier(ch.s.addr())
-			defer q.close()
+			q := dnsload.NewQuerier(ch.s.addr())
+			defer q.Close()
 			for {
 				select {
 				case <-ctx.Done():
@@ -339,7 +318,7 @@ func (ch *checker) run(ctx context.Context, rate int) {
 				case <-tokens:
 				}
 				s := ch.c.checked[int(next.Add(1)-1)%len(ch.c.checked)]
-				r, tc, err := q.ask(s.name + "." + s.ns + ".svc.cluster.local.")
+				r, tc, err := q.Ask(s.name+"."+s.ns+".svc.cluster.local.", dns.TypeA)
 				if ctx.Err() != nil { // the answer may be cut short by the end
 					return
 				}
@@ -375,12 +354,12 @@ func (ch *checker) count(s *churned, r *dns.Msg, tc bool, err error) {
 func (c *churn) settle(ctx context.Context, s *server) int {
 	pending := c.checked
 	deadline := time.Now().Add(settleTimeout)
-	q := newQuerier(s.addr())
-	defer q.close()
+	q := dnsload.NewQuerier(s.addr())
+	defer q.Close()
 	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		var still []*churned
 		for _, n := range pending {
-			r, _, err := q.ask(n.name + "." + n.ns + ".svc.cluster.local.")
+			r, _, err := q.Ask(n.name+"."+n.ns+".svc.cluster.local.", dns.TypeA)
 			if err != nil {
 				still = append(still, n)
 				continue
@@ -394,60 +373,6 @@ func (c *churn) settle(ctx context.Context, s *server) int {
 		}
 	}
 	return len(pending)
-}
-
-// querier asks A questions over one UDP socket and, when the answer is
-// truncated, again over one TCP connection; each is opened again after an
-// error (a late answer would otherwise be read as the next one's).
-type querier struct {
-	addr             string
-	udp, tcp         *dns.Client
-	udpConn, tcpConn *dns.Conn
-}
-
-func newQuerier(addr string) *querier {
-	return &querier{addr: addr, udp: &dns.Client{Net: "udp", Timeout: time.Second}, tcp: &dns.Client{Net: "tcp", Timeout: 2 * time.Second}}
-}
-
-// ask returns the whole answer, and whether the UDP one was truncated.
-func (q *querier) ask(name string) (*dns.Msg, bool, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(name, dns.TypeA)
-	m.SetEdns0(4096, false)
-	r, err := exchangeOn(q.udp, &q.udpConn, q.addr, m)
-	if err != nil || !r.Truncated {
-		return r, false, err
-	}
-	r, err = exchangeOn(q.tcp, &q.tcpConn, q.addr, m)
-	return r, true, err
-}
-
-// exchangeOn sends m over *conn, dialling it first when nil, and closes it
-// after an error.
-func exchangeOn(c *dns.Client, conn **dns.Conn, addr string, m *dns.Msg) (*dns.Msg, error) {
-	if *conn == nil {
-		var err error
-		if *conn, err = c.Dial(addr); err != nil {
-			*conn = nil
-			return nil, err
-		}
-	}
-	m.Id = dns.Id()
-	r, _, err := c.ExchangeWithConn(m, *conn)
-	if err != nil {
-		(*conn).Close()
-		*conn = nil
-	}
-	return r, err
-}
-
-func (q *querier) close() {
-	for _, c := range []**dns.Conn{&q.udpConn, &q.tcpConn} {
-		if *c != nil {
-			(*c).Close()
-			*c = nil
-		}
-	}
 }
 
 // rssWatch samples a process's VmRSS until stopped and keeps the largest:
@@ -465,7 +390,7 @@ func watchRSS(pid int) *rssWatch {
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if cur, _, err := rss(pid); err == nil && cur > w.max.Load() {
+			if cur, _, err := procstat.RSS(pid); err == nil && cur > w.max.Load() {
 				w.max.Store(cur)
 			}
 			select {

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schemadns/schemadns/test/procstat"
 )
 
 // perfSpec is one load run: dnsperf over UDP, or over TCP this tool's
@@ -115,7 +117,7 @@ func runPerf(ctx context.Context, cfg *config, s *server, spec perfSpec) (perfRe
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	cpu0, err := cpuSeconds(s.pid())
+	cpu0, err := procstat.CPUSeconds(s.pid())
 	if err != nil {
 		return perfResult{}, err
 	}
@@ -138,7 +140,7 @@ func runPerf(ctx context.Context, cfg *config, s *server, spec perfSpec) (perfRe
 		return r, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), errors.Join(werr, err), stderr.String())
 	}
 	r.Elapsed = time.Since(start).Seconds()
-	cpu1, err := cpuSeconds(s.pid())
+	cpu1, err := procstat.CPUSeconds(s.pid())
 	if err != nil {
 		return r, fmt.Errorf("%s: %w (did it exit? see %s)", s, err, s.logPath)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +17,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/test/dnsload"
+	"github.com/schemadns/schemadns/test/procstat"
 )
 
 // target is one server configuration under test.
@@ -104,7 +106,7 @@ type server struct {
 // startServer runs the binary on free loopback ports, pinned to the
 // server CPU.
 func startServer(cfg *config, work, kubeconfig, shape string, t target) (*server, error) {
-	ports, err := freePorts(3)
+	ports, err := dnsload.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -149,32 +151,6 @@ func (s *server) unpin() error {
 		return fmt.Errorf("taskset -a -p -c %s %d: %w: %s", cpus, s.pid(), err, out)
 	}
 	return nil
-}
-
-// freePorts returns n distinct loopback ports free for both TCP and UDP.
-func freePorts(n int) ([]int, error) {
-	var out []int
-	var held []io.Closer
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	for len(out) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		held = append(held, l)
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue
-		}
-		held = append(held, u)
-		out = append(out, port)
-	}
-	return out, nil
 }
 
 func (s *server) pid() int     { return s.cmd.Process.Pid }
@@ -265,28 +241,6 @@ func exchange(addr string, tcp bool, name string, qtype uint16) (*dns.Msg, error
 	return r, err
 }
 
-// cpuSeconds is the CPU time (user + system) the process has used, from
-// /proc/<pid>/stat (utime and stime, in USER_HZ = 1/100 s ticks).
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name, which is in parentheses and may hold
-	// spaces: state is field 3, utime 14, stime 15.
-	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	utime, err1 := strconv.ParseUint(f[11], 10, 64)
-	stime, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return float64(utime+stime) / 100, nil
-}
-
 // cpuBusy is the time one CPU spent running processes, from /proc/stat
 // (seconds): user, nice, system and steal. Interrupt and softirq time are
 // left out: on loopback they are mostly the kernel carrying the run's own
@@ -335,7 +289,7 @@ func (s *server) readMemory() (memory, error) {
 	if m.HeapInuse, err = memStat(prof, "HeapInuse"); err != nil {
 		return m, fmt.Errorf("heap of %s: %w", s, err)
 	}
-	if m.RSS, m.PeakRSS, err = rss(s.pid()); err != nil {
+	if m.RSS, m.PeakRSS, err = procstat.RSS(s.pid()); err != nil {
 		return m, err
 	}
 	return m, nil
@@ -349,38 +303,6 @@ func memStat(profile, name string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %q line in the heap profile", "# "+name)
-}
-
-// rss is VmRSS and VmHWM of a process, in bytes.
-func rss(pid int) (cur, peak int64, err error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseInt(fields[1], 10, 64)
-		switch fields[0] {
-		case "VmRSS:":
-			cur = kb * 1024
-		case "VmHWM:":
-			peak = kb * 1024
-		}
-	}
-	if cur == 0 {
-		return 0, 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
-	}
-	return cur, peak, nil
-}
-
-// resetPeak sets the process's VmHWM back to its current RSS (writing 5 to
-// /proc/PID/clear_refs, Linux 4.0 and later), so that VmHWM read later is
-// the peak since now.
-func resetPeak(pid int) error {
-	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
 
 func httpGet(url string) (string, error) {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // The TCP load of the largest headless service comes from this tool itself
@@ -73,7 +75,7 @@ func tcpLoad(s tcpLoadSpec) perfResult {
 	if s.qps > 0 {
 		ctx, cancel := context.WithDeadline(context.Background(), end)
 		defer cancel()
-		go pace(ctx, tokens, s.qps)
+		go dnsload.Pace(ctx, tokens, s.qps)
 	}
 	var mu sync.Mutex
 	res := perfResult{Rcodes: map[string]int{}}
@@ -101,29 +103,6 @@ func tcpLoad(s tcpLoadSpec) perfResult {
 	}
 	res.P50, res.P90, res.P99, res.Max = percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), percentile(lat, 100)
 	return res
-}
-
-// pace sends a token every 1/qps seconds on an absolute schedule (no
-// drift) until ctx ends, dropping those no worker is ready for.
-func pace(ctx context.Context, tokens chan<- struct{}, qps int) {
-	interval := max(time.Second/time.Duration(qps), time.Nanosecond)
-	next := time.Now()
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for now := time.Now(); !next.After(now); next = next.Add(interval) {
-			select {
-			case tokens <- struct{}{}:
-			default:
-			}
-		}
-		t.Reset(time.Until(next))
-	}
 }
 
 // tcpClient runs one connection until end: wait for a send time (when

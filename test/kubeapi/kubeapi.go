@@ -87,6 +87,9 @@ type Cluster struct {
 	WorkDir string
 	// LogPath is the log file when Options.Log was not given, else "".
 	LogPath string
+	// EtcdURL is etcd's client URL, http://127.0.0.1:<port>, for callers
+	// that act on etcd itself (the soak compacts it to force relists).
+	EtcdURL string
 
 	opts       Options
 	ownWorkDir bool                   // Stop removes WorkDir only if Start made it
@@ -166,6 +169,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.EtcdURL = etcdURL
 	if err := c.prepareAPIServer(apiBin, etcdURL); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package watchcache
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"time"
 
@@ -28,6 +29,9 @@ type informer struct {
 	refs   int
 	cancel context.CancelFunc
 	done   chan struct{}
+	// probe tells whether the API server answers on the informer's
+	// connection (probe.go).
+	probe func(context.Context) error
 	// absent: the API server does not serve the resource; nothing is
 	// called, so no permission is needed.
 	absent bool
@@ -87,8 +91,13 @@ func emptyListWatch() *cache.ListWatch {
 		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
 			return &metav1.List{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
 		},
-		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
-			return watch.NewEmptyWatch(), nil
+		WatchFuncWithContext: func(ctx context.Context, _ metav1.ListOptions) (watch.Interface, error) {
+			// Open and quiet until the informer stops: nothing will ever
+			// change. An empty watch, closed at once, is what client-go
+			// returns for a dropped connection (isEmptyWatch).
+			w := watch.NewFake()
+			go func() { <-ctx.Done(); w.Stop() }()
+			return w, nil
 		},
 	}
 }
@@ -110,7 +119,8 @@ func (c *Cache) newInformer(k Resources) *informer {
 		Handler:       c.handler(k, idx),
 		Transform:     src.transform,
 	})
-	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state, absent: absent}
+	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state, absent: absent,
+		probe: readyzProbe(c.probeClient(k))}
 }
 
 // start runs the informer, and checkAccess beside it so that a missing
@@ -129,6 +139,7 @@ func (inf *informer) start(checkAccess func(context.Context, *informer)) {
 	}()
 	go inf.reportSync(ctx)
 	go checkAccess(ctx, inf)
+	go inf.state.probeLoop(ctx, inf.probe)
 }
 
 // synced tells whether the first list completed, a watch has been
@@ -202,6 +213,9 @@ type connState struct {
 	mu   sync.Mutex
 	down bool
 	err  error
+	// probeDown is set while down is the probe's finding (probe.go),
+	// which only a probe or a call that reaches the API server clears.
+	probeDown bool
 	// refusal says why the API server refuses our calls (401, 404, ...)
 	// while it does; "" otherwise. A 403 is tracked in denied instead.
 	refusal string
@@ -257,6 +271,12 @@ func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			w, err := lw.WatchWithContext(ctx, o)
+			if err == nil && isEmptyWatch(w) {
+				// Reported as the failure it is; client-go gets the empty
+				// watch back and tries again, as with any ended watch.
+				s.report("watch", errEmptyWatch)
+				return w, nil
+			}
 			if err == nil && o.SendInitialEvents != nil && *o.SendInitialEvents {
 				listed(o.ResourceVersion)
 			}
@@ -265,6 +285,20 @@ func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 		},
 	}
 }
+
+// errEmptyWatch stands for the error client-go swallows when a watch
+// request keeps failing with a dropped connection or a timeout (EOF, reset,
+// as through a proxy or load balancer whose backend is down): after its
+// retries it returns an empty watch and no error. Without this the outage
+// would show neither in api_reachable nor in errors_total; the soak's
+// API server outage behind a TCP proxy found it.
+var errEmptyWatch = errors.New("watch: the API server was not reached (connection closed or timed out on every retry)")
+
+// emptyWatchType is the type of watch.NewEmptyWatch's result, which is
+// unexported.
+var emptyWatchType = reflect.TypeOf(watch.NewEmptyWatch())
+
+func isEmptyWatch(w watch.Interface) bool { return reflect.TypeOf(w) == emptyWatchType }
 
 func listRV(obj runtime.Object) string {
 	if l, ok := obj.(metav1.ListInterface); ok {
@@ -302,6 +336,7 @@ func (s *connState) report(verb string, err error) {
 		s.err = nil
 	}
 	s.setReachable(err == nil || answered(err), err)
+	s.probeDown = s.probeDown && s.down
 	s.setRefusal(refusalOf(err), err)
 }
 

@@ -13,7 +13,7 @@ var (
 	}, []string{"resource"})
 	apiReachable = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "api_reachable",
-		Help: "1 while the last list or watch call of the resource reached the API server.",
+		Help: "1 while the last list or watch call of the resource reached the API server and no probe of its /readyz since has failed.",
 	}, []string{"resource"})
 	permissionDenied = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "permission_denied",
