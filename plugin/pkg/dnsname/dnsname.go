@@ -140,21 +140,11 @@ func itoa(b byte) string {
 // seven dashes so that the two forms cannot be confused.
 func DashedAddr(label string) (netip.Addr, bool) {
 	if strings.Count(label, "-") == 3 {
-		var b [4]byte
-		s := label
-		for i := 0; i < 4; i++ {
-			part := s
-			if i < 3 {
-				dash := strings.IndexByte(s, '-')
-				part, s = s[:dash], s[dash+1:]
-			}
-			v, ok := octet(part)
-			if !ok {
-				return netip.Addr{}, false
-			}
-			b[i] = v
+		if a, ok := dashed4(label); ok {
+			return a, true
 		}
-		return netip.AddrFrom4(b), true
+		// Else an IPv6 address of three colons, one of them in "::"
+		// ("fd00--1-2"): four octets cannot have an empty one.
 	}
 	if len(label) > 39 || !strings.Contains(label, "-") {
 		return netip.Addr{}, false
@@ -171,6 +161,25 @@ func DashedAddr(label string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return a, true
+}
+
+// dashed4 parses "10-1-2-3" (three dashes) as an IPv4 address.
+func dashed4(label string) (netip.Addr, bool) {
+	var b [4]byte
+	s := label
+	for i := 0; i < 4; i++ {
+		part := s
+		if i < 3 {
+			dash := strings.IndexByte(s, '-')
+			part, s = s[:dash], s[dash+1:]
+		}
+		v, ok := octet(part)
+		if !ok {
+			return netip.Addr{}, false
+		}
+		b[i] = v
+	}
+	return netip.AddrFrom4(b), true
 }
 
 // Dashed is the pod-style label of a (the inverse of DashedAddr).

@@ -39,7 +39,7 @@ func TestReverseAddrRejects(t *testing.T) {
 }
 
 func TestDashed(t *testing.T) {
-	for label, want := range map[string]string{"10-11-12-13": "10.11.12.13", "fd00--1": "fd00::1", "2001-db8-0-0-0-0-0-1": "2001:db8::1"} {
+	for label, want := range map[string]string{"10-11-12-13": "10.11.12.13", "fd00--1": "fd00::1", "2001-db8-0-0-0-0-0-1": "2001:db8::1", "fd00--1-2": "fd00::1:2"} {
 		a, ok := DashedAddr(label)
 		if !ok || a.String() != want {
 			t.Errorf("DashedAddr(%q) = %v %v", label, a, ok)
