@@ -65,7 +65,7 @@ bench: build tools ## measure against the stock kubernetes plugin on each cluste
 	bench/deps.sh
 	cd bench && GOWORK=off $(GO) run . -scale $(SCALE) $(if $(SHAPES),-shapes $(SHAPES)) $(BENCHFLAGS)
 
-# The soak (issue 14): the scenarios of docs/reliability.md, at SCALE
+# The soak: the scenarios of docs/reliability.md, at SCALE
 # default (2,000 headless services × 10 endpoints, 1,000 ClusterIP; under
 # 20 minutes on two cores) or small (a tenth, shorter phases; a few
 # minutes). SOAKFLAGS: more flags of the tool (cd soak && go run . -h), for

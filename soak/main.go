@@ -1,4 +1,4 @@
-// Command soak runs the reliability scenarios of issue 14 against the
+// Command soak runs the reliability scenarios against the
 // plugins and writes docs/reliability.md: EndpointSlice and Service churn
 // with every answer checked, a forced relist (etcd compacted while the API
 // server is down), API server faults (stopped, connections reset, watches

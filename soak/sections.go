@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The targets each scenario is judged against (issue 14).
+// The targets each scenario is judged against.
 const (
 	targetRate        = 1000 // writes/s
 	targetRelistRatio = 1.3  // ours' RSS peak over steady
