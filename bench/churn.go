@@ -303,30 +303,14 @@ func (ch *checker) run(ctx context.Context, rate int) {
 	if len(ch.c.checked) == 0 {
 		return
 	}
-	tokens := make(chan struct{}, checkersPerServer)
-	go dnsload.Pace(ctx, tokens, rate)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range checkersPerServer {
-		wg.Go(func() {
-			q := dnsload.NewQuerier(ch.s.addr())
-			defer q.Close()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tokens:
-				}
-				s := ch.c.checked[int(next.Add(1)-1)%len(ch.c.checked)]
-				r, tc, err := q.Ask(s.name+"."+s.ns+".svc.cluster.local.", dns.TypeA)
-				if ctx.Err() != nil { // the answer may be cut short by the end
-					return
-				}
-				ch.count(s, r, tc, err)
-			}
-		})
-	}
-	wg.Wait()
+	dnsload.RoundRobin(ctx, ch.s.addr(), rate, checkersPerServer, func(q *dnsload.Querier, n int) {
+		s := ch.c.checked[n%len(ch.c.checked)]
+		r, tc, err := q.Ask(s.name+"."+s.ns+".svc.cluster.local.", dns.TypeA)
+		if ctx.Err() != nil { // the answer may be cut short by the end
+			return
+		}
+		ch.count(s, r, tc, err)
+	})
 }
 
 func (ch *checker) count(s *churned, r *dns.Msg, tc bool, err error) {

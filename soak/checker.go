@@ -67,31 +67,15 @@ func startCheck(ctx context.Context, servers []*server, names []*tracked, rate i
 }
 
 func (ch *checker) run(ctx context.Context, rate int) {
-	tokens := make(chan struct{}, checkersPerServer)
-	go dnsload.Pace(ctx, tokens, rate)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range checkersPerServer {
-		wg.Go(func() {
-			q := dnsload.NewQuerier(ch.s.addr())
-			defer q.Close()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tokens:
-				}
-				t := ch.names[int(next.Add(1)-1)%len(ch.names)]
-				sent := time.Now()
-				r, _, err := q.Ask(t.qname, t.qtype)
-				if ctx.Err() != nil { // the answer may be cut short by the end
-					return
-				}
-				ch.judge(t, r, sent, err)
-			}
-		})
-	}
-	wg.Wait()
+	dnsload.RoundRobin(ctx, ch.s.addr(), rate, checkersPerServer, func(q *dnsload.Querier, n int) {
+		t := ch.names[n%len(ch.names)]
+		sent := time.Now()
+		r, _, err := q.Ask(t.qname, t.qtype)
+		if ctx.Err() != nil { // the answer may be cut short by the end
+			return
+		}
+		ch.judge(t, r, sent, err)
+	})
 }
 
 func (ch *checker) judge(t *tracked, r *dns.Msg, sent time.Time, err error) {

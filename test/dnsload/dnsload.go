@@ -13,6 +13,8 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
@@ -125,6 +127,31 @@ func Pace(ctx context.Context, tokens chan<- struct{}, rate int) {
 		}
 		t.Reset(time.Until(next))
 	}
+}
+
+// RoundRobin runs workers, each with a Querier to addr, that together call
+// ask rate times a second (Pace) until ctx ends; each call gets the next
+// number of a sequence from 0, for the caller to pick its question by.
+func RoundRobin(ctx context.Context, addr string, rate, workers int, ask func(q *Querier, n int)) {
+	tokens := make(chan struct{}, workers)
+	go Pace(ctx, tokens, rate)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			q := NewQuerier(addr)
+			defer q.Close()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tokens:
+				}
+				ask(q, int(next.Add(1)-1))
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // AddrNum is an IPv4 address as a number, NumAddr the reverse.
