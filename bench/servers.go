@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -96,11 +95,10 @@ func corefile(t target, kubeconfig string, port, admin, pprof int) string {
 type server struct {
 	target
 	port, pprof int
-	cmd         *exec.Cmd
 	started     time.Time
 	syncTime    time.Duration // start to every probe answered completely
 	logPath     string
-	exited      chan struct{}
+	*procstat.Child
 }
 
 // startServer runs the binary on free loopback ports, pinned to the
@@ -110,7 +108,7 @@ func startServer(cfg *config, work, kubeconfig, shape string, t target) (*server
 	if err != nil {
 		return nil, err
 	}
-	s := &server{target: t, port: ports[0], pprof: ports[2], exited: make(chan struct{})}
+	s := &server{target: t, port: ports[0], pprof: ports[2]}
 	base := filepath.Join(work, shape+"-"+t.Key)
 	conf := base + ".Corefile"
 	cf := corefile(t, kubeconfig, s.port, ports[1], s.pprof)
@@ -118,19 +116,10 @@ func startServer(cfg *config, work, kubeconfig, shape string, t target) (*server
 		return nil, err
 	}
 	s.logPath = base + ".log"
-	logFile, err := os.Create(s.logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close() // the child has its own descriptor
-	s.cmd = pinned(cfg, cfg.serverCPU, cfg.coredns, "-conf", conf)
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	s.started = time.Now()
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", t.Key, err)
+	if s.Child, err = procstat.StartChild(pinned(cfg, cfg.serverCPU, cfg.coredns, "-conf", conf), s.logPath); err != nil {
+		return nil, fmt.Errorf("%s: %w", t.Key, err)
 	}
-	go func() { s.cmd.Wait(); close(s.exited) }()
 	return s, nil
 }
 
@@ -153,31 +142,13 @@ func (s *server) unpin() error {
 	return nil
 }
 
-func (s *server) pid() int     { return s.cmd.Process.Pid }
-func (s *server) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
-func (s *server) alive() bool {
-	select {
-	case <-s.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (s *server) pid() int       { return s.PID() }
+func (s *server) addr() string   { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s *server) alive() bool    { return s.Alive() }
 func (s *server) String() string { return s.Key }
 
 // stop ends the server: SIGTERM, then SIGKILL after 5 seconds.
-func (s *server) stop() {
-	if !s.alive() {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(5 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
+func (s *server) stop() { s.Stop() }
 
 // sentinel is a query whose answer shows that a server has the whole
 // fixture (a probe): the objects created last, the largest headless service

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -29,9 +28,8 @@ type server struct {
 	ready   int    // the ready plugin's HTTP port
 	metrics int    // the prometheus plugin's HTTP port
 	pprof   int    // the pprof plugin's HTTP port (goroutines of a stuck server)
-	cmd     *exec.Cmd
 	logPath string
-	exited  chan struct{}
+	*procstat.Child
 }
 
 // The two servers' keys, as the report names them.
@@ -92,7 +90,7 @@ func startServer(cfg *config, work, key, kubeconfig string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{key: key, port: ports[0], apPort: ports[1], ready: ports[2], metrics: ports[3], pprof: ports[4], exited: make(chan struct{})}
+	s := &server{key: key, port: ports[0], apPort: ports[1], ready: ports[2], metrics: ports[3], pprof: ports[4]}
 	cf := stockCorefile(kubeconfig, s)
 	if key == keyOurs {
 		cf = oursCorefile(kubeconfig, s)
@@ -102,50 +100,23 @@ func startServer(cfg *config, work, key, kubeconfig string) (*server, error) {
 		return nil, fmt.Errorf("write %s: %w", conf, err)
 	}
 	s.logPath = filepath.Join(work, key+".log")
-	logFile, err := os.Create(s.logPath)
-	if err != nil {
-		return nil, fmt.Errorf("create %s: %w", s.logPath, err)
+	if s.Child, err = procstat.StartChild(exec.Command(cfg.coredns, "-conf", conf), s.logPath); err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
 	}
-	defer logFile.Close() // the child has its own descriptor
-	s.cmd = exec.Command(cfg.coredns, "-conf", conf)
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", key, err)
-	}
-	go func() { s.cmd.Wait(); close(s.exited) }()
 	return s, nil
 }
 
-func (s *server) pid() int       { return s.cmd.Process.Pid }
+func (s *server) pid() int       { return s.PID() }
 func (s *server) addr() string   { return hostPort(s.port) }
 func (s *server) apAddr() string { return hostPort(s.apPort) }
 func (s *server) String() string { return s.key }
 
 func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
-func (s *server) alive() bool {
-	select {
-	case <-s.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (s *server) alive() bool { return s.Alive() }
 
 // stop ends the server: SIGTERM, then SIGKILL after 5 seconds.
-func (s *server) stop() {
-	if !s.alive() {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(5 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
+func (s *server) stop() { s.Stop() }
 
 // waitAnswer polls until check accepts the server's answer to q (every
 // 20 ms), the server exits or within passes.
