@@ -1,15 +1,35 @@
 #!/usr/bin/env bash
 # deps.sh installs the Debian packages the tests use, when they are missing:
 # dig (bind9-dnsutils) for the real-client checks, getent/unshare/mount for
-# the glibc resolver in the autopath test. Needs root or sudo.
+# the glibc resolver in the autopath test, and the compilers and files the
+# e2e images are built from (gcc, musl-gcc, busybox-static: package
+# test/e2e/images, whose test runs in make test too). Needs root or sudo.
+#
+# Usage: hack/deps.sh [e2e]
+#   e2e  also the one-node cluster's runtime and network: containerd, runc,
+#        the CNI plugins, iptables, conntrack, nsenter (make e2e).
 set -euo pipefail
 
 missing=()
-command -v dig >/dev/null || missing+=(bind9-dnsutils)
-command -v getent >/dev/null || missing+=(libc-bin)
+need() { command -v "$1" >/dev/null || missing+=("$2"); }
+need dig bind9-dnsutils
+need getent libc-bin
 # The autopath end-to-end test runs glibc's resolver in a mount namespace.
-command -v unshare >/dev/null || missing+=(util-linux)
-command -v mount >/dev/null || missing+=(mount)
+need unshare util-linux
+need mount mount
+need gcc gcc
+need musl-gcc musl-tools
+[[ -x /bin/busybox ]] || missing+=(busybox-static)
+if [[ ${1:-} == e2e ]]; then
+	need containerd containerd
+	need runc runc
+	need ctr containerd
+	[[ -x /usr/lib/cni/bridge ]] || missing+=(containernetworking-plugins)
+	need iptables iptables
+	need conntrack conntrack
+	need nsenter util-linux
+	need ip iproute2
+fi
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
 sudo=

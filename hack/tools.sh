@@ -6,9 +6,13 @@
 # clean of the clone does not cost another ten-minute build, and bumping a
 # version in hack/tools/<name>/go.mod builds the new one next to the old.
 #
-# Usage: hack/tools.sh [--print-dir | staticcheck]
+# Usage: hack/tools.sh [--print-dir | staticcheck | e2e]
 #   (none)       build the test tools; the last line on stdout is the tools
 #                directory.
+#   e2e          also build the node and controller binaries of the one-node
+#                cluster of `make e2e` (kubelet, kube-proxy,
+#                kube-controller-manager, kube-scheduler) at the same
+#                Kubernetes version; the last line is the tools directory.
 #   --print-dir  only print the tools directory; build nothing.
 #   staticcheck  build only staticcheck (not the test tools, whose build takes
 #                minutes); the last line on stdout is its path.
@@ -99,9 +103,10 @@ apiserver_ldflags() {
 
 main() {
 	if [[ $# -gt 1 ]]; then
-		echo "usage: $0 [--print-dir | staticcheck]" >&2
+		echo "usage: $0 [--print-dir | staticcheck | e2e]" >&2
 		exit 2
 	fi
+	local e2e=
 	case ${1:-} in
 	--print-dir)
 		echo "$dir"
@@ -113,9 +118,10 @@ main() {
 		echo "$built"
 		return
 		;;
+	e2e) e2e=1 ;;
 	"") ;;
 	*)
-		echo "usage: $0 [--print-dir | staticcheck]" >&2
+		echo "usage: $0 [--print-dir | staticcheck | e2e]" >&2
 		exit 2
 		;;
 	esac
@@ -130,6 +136,13 @@ main() {
 	# the overlays with `kubectl kustomize` and dry-run them on the server.
 	build kubectl kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl \
 		-ldflags "$ldflags"
+	if [[ -n $e2e ]]; then
+		local cmd
+		for cmd in kube-controller-manager kube-scheduler kube-proxy kubelet; do
+			build "$cmd" kube-apiserver k8s.io/kubernetes "k8s.io/kubernetes/cmd/$cmd" \
+				-ldflags "$ldflags"
+		done
+	fi
 	echo "$dir"
 }
 

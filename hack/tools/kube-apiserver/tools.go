@@ -1,11 +1,17 @@
 //go:build tools
 
-// Package tools records the kube-apiserver and kubectl commands as
+// Package tools records the Kubernetes commands this project builds as
 // dependencies so that `go build k8s.io/kubernetes/cmd/...` resolves inside
-// this module. kubectl renders and server-side dry-runs the deploy/ overlays.
+// this module: kube-apiserver for the integration tests, kubectl to render
+// and server-side dry-run the deploy/ overlays, and the node and controller
+// binaries of the one-node cluster that `make e2e` runs.
 package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
