@@ -56,7 +56,7 @@ func runRelist(ctx context.Context, e *env) (*relistResult, error) {
 	if err := e.cluster.StopAPIServer(); err != nil {
 		return nil, fmt.Errorf("stop kube-apiserver: %w", err)
 	}
-	if res.Revision, err = compactEtcd(ctx, e.cluster.EtcdURL); err != nil {
+	if res.Revision, err = e.cluster.CompactEtcd(ctx); err != nil {
 		return nil, err
 	}
 	logf("relist: etcd compacted at revision %d", res.Revision)

@@ -35,7 +35,11 @@ func (c *Cluster) prepareAPIServer(bin, etcdURL string) error {
 	if err != nil {
 		return err
 	}
-	c.Host = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr := c.opts.Address
+	if addr == "" {
+		addr = "127.0.0.1"
+	}
+	c.Host = "https://" + net.JoinHostPort(addr, strconv.Itoa(port))
 	c.Kubeconfig = filepath.Join(c.WorkDir, "kubeconfig")
 	c.adminToken = newToken()
 	file := func(name string) string { return filepath.Join(c.WorkDir, name) }
@@ -47,8 +51,8 @@ func (c *Cluster) prepareAPIServer(bin, etcdURL string) error {
 	}
 	c.apiArgs = append([]string{bin,
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + addr,
+		"--advertise-address=" + addr,
 		"--secure-port=" + strconv.Itoa(port),
 		// kube-apiserver writes a self-signed serving certificate and its
 		// CA here, and reuses them on restart, so clients keep trusting it.
@@ -59,11 +63,13 @@ func (c *Cluster) prepareAPIServer(bin, etcdURL string) error {
 		"--service-account-key-file=" + file("sa.pub"),
 		"--service-account-signing-key-file=" + file("sa.key"),
 		"--service-cluster-ip-range=" + ServiceCIDRs,
-		// No controller creates "default" ServiceAccounts; without this
-		// every Pod creation would fail.
-		"--disable-admission-plugins=ServiceAccount",
 		"--profiling=false",
 	}, c.opts.APIServerFlags...)
+	if !c.opts.ServiceAccountAdmission {
+		// No controller creates "default" ServiceAccounts; without this
+		// every Pod creation would fail.
+		c.apiArgs = append(c.apiArgs, "--disable-admission-plugins=ServiceAccount")
+	}
 	return nil
 }
 

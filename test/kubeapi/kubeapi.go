@@ -74,6 +74,17 @@ type Options struct {
 	// ClusterProperties installs the ClusterProperty CRD (KEP-2149,
 	// about.k8s.io/v1alpha1; ClusterPropertyCRD).
 	ClusterProperties bool
+	// Address is the IP kube-apiserver binds, advertises and serves Host
+	// on; default 127.0.0.1. A cluster whose pods reach the API server
+	// through the kubernetes Service (make e2e) gives a node address: the
+	// self-signed serving certificate then names it and the Service's
+	// first IP.
+	Address string
+	// ServiceAccountAdmission keeps the ServiceAccount admission plugin on,
+	// as in a cluster: pods get their ServiceAccount's token mounted, and a
+	// pod's ServiceAccount must exist (a kube-controller-manager makes each
+	// namespace's "default"). Off by default, since no controllers run.
+	ServiceAccountAdmission bool
 }
 
 // Cluster is a running etcd and kube-apiserver.
@@ -184,6 +195,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	return c.installCRDs(ctx)
 }
+
+// CAData returns, as PEM, the CA that signed the API server's serving
+// certificate: what clients, and pods through kube-root-ca.crt, must trust.
+func (c *Cluster) CAData() []byte { return c.caData }
 
 // RESTConfig returns a new config for the admin user; callers may modify it.
 func (c *Cluster) RESTConfig() *rest.Config {
