@@ -6,7 +6,7 @@ BIN     := bin/coredns
 # Integration tests start a real kube-apiserver; give slow machines room.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build image generate tools deps test lint run help fuzz
+.PHONY: all build image generate tools deps test lint run help fuzz e2e
 
 all: build
 
@@ -74,3 +74,17 @@ SOAKFLAGS ?=
 .PHONY: soak
 soak: build tools ## run the reliability scenarios against the stock plugin (churn, forced relist, API server faults, hostile input, slow clients); writes docs/reliability.md (SCALE=small: quick)
 	cd soak && GOWORK=off $(GO) run . -scale $(SCALE) $(SOAKFLAGS)
+
+# The one-node cluster of docs/e2e.md: kubelet, containerd, kube-proxy and
+# the controllers on this machine, in a network namespace of their own, our
+# image in pods, deploy/ applied as shipped, the upgrade from stock CoreDNS.
+# Needs root. A run removes everything it made, even when it fails or is
+# killed (the next run clears what a killed one left). E2EFLAGS: more flags
+# (go run ./test/e2e -h); -keep leaves the cluster up, and
+# `go run ./test/e2e -clean` removes it.
+E2EFLAGS ?=
+e2e: image ## run deploy/ in a real one-node cluster (as root); writes docs/e2e.md
+	hack/deps.sh e2e
+	hack/tools.sh e2e >/dev/null
+	$(GO) build -o bin/e2e ./test/e2e
+	bin/e2e -image $(IMAGE_TAR) $(E2EFLAGS)

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+//go:embed manifests/stock-beside.yaml
+var stockBesideManifest []byte
+
+// readinessFlips is how often a web pod's readiness goes off and on again.
+const readinessFlips = 8
+
+// headlessName is the name whose answer follows the web Deployment's pods.
+const headlessName = "web-headless.e2e.svc.cluster.local."
+
+// sightings records each change of the address set one observer saw (the
+// API, or a DNS server asked through its VIP), in order.
+type sightings struct {
+	mu      sync.Mutex
+	changes []sighting
+}
+
+type sighting struct {
+	set string
+	at  time.Time
+}
+
+func newSightings() *sightings { return &sightings{} }
+
+func (s *sightings) see(set string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.changes); n > 0 && s.changes[n-1].set == set {
+		return
+	}
+	s.changes = append(s.changes, sighting{set, at})
+}
+
+func (s *sightings) current() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.changes) == 0 {
+		return ""
+	}
+	return s.changes[len(s.changes)-1].set
+}
+
+func (s *sightings) all() []sighting {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]sighting(nil), s.changes...)
+}
+
+// delays pairs each change the API showed with the first time the server
+// answered that set, before the API's next change: how long the answer
+// took to follow. A server that never showed the set in that window has
+// no delay for it (missed counts those).
+func delays(api, server []sighting) (d []time.Duration, missed int) {
+	for i, a := range api {
+		end := time.Now()
+		if i+1 < len(api) {
+			end = api[i+1].at
+		}
+		found := false
+		for _, s := range server {
+			// A poll can see the answer a moment before the watch event
+			// arrives: that is no delay.
+			if s.set == a.set && !s.at.Before(a.at.Add(-time.Second)) && s.at.Before(end) {
+				d = append(d, max(s.at.Sub(a.at), 0))
+				found = true
+				break
+			}
+		}
+		if !found {
+			missed++
+		}
+	}
+	return d, missed
+}
+
+// watchAPI follows web-headless's EndpointSlices with a watch: the ready
+// addresses the EndpointSlice controller wrote, seen when the event arrives.
+func (e *e2e) watchAPI(ctx context.Context, s *sightings) {
+	api := e.n.client().DiscoveryV1().EndpointSlices(appNS)
+	opts := metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web-headless"}
+	for ctx.Err() == nil {
+		list, err := api.List(ctx, opts)
+		if err != nil {
+			_ = sleepCtx(ctx, 100*time.Millisecond)
+			continue
+		}
+		slices := map[string][]string{}
+		for _, sl := range list.Items {
+			slices[sl.Name] = readyAddrs(&sl)
+		}
+		s.see(unionOf(slices), time.Now())
+		w, err := api.Watch(ctx, metav1.ListOptions{LabelSelector: opts.LabelSelector, ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			continue
+		}
+		for ev := range w.ResultChan() {
+			sl, ok := ev.Object.(*discoveryv1.EndpointSlice)
+			if !ok {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				delete(slices, sl.Name)
+			} else {
+				slices[sl.Name] = readyAddrs(sl)
+			}
+			s.see(unionOf(slices), time.Now())
+		}
+		w.Stop()
+	}
+}
+
+// readyAddrs lists a slice's ready addresses (ready unset counts as ready).
+func readyAddrs(sl *discoveryv1.EndpointSlice) []string {
+	var addrs []string
+	for _, ep := range sl.Endpoints {
+		if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+			addrs = append(addrs, ep.Addresses...)
+		}
+	}
+	return addrs
+}
+
+func unionOf(slices map[string][]string) string {
+	var all []string
+	for _, a := range slices {
+		all = append(all, a...)
+	}
+	return setOf(all)
+}
+
+// watchDNS asks a DNS server for the headless name every 5 ms.
+func watchDNS(ctx context.Context, server string, s *sightings) {
+	for ctx.Err() == nil {
+		m, err := dnsAsk(net.JoinHostPort(server, "53"), "udp", headlessName, dns.TypeA)
+		if err == nil {
+			var addrs []string
+			if m.Rcode == dns.RcodeSuccess {
+				for _, rr := range m.Answer {
+					if a, ok := rr.(*dns.A); ok {
+						addrs = append(addrs, a.A.String())
+					}
+				}
+			}
+			s.see(setOf(addrs), time.Now())
+		}
+		_ = sleepCtx(ctx, 5*time.Millisecond)
+	}
+}
+
+func setOf(addrs []string) string {
+	sort.Strings(addrs)
+	return strings.Join(addrs, ",")
+}
+
+// checkControllers changes the web Deployment's pods through the real
+// controllers and measures, for ours and for stock CoreDNS beside it, the
+// delay from the EndpointSlice the controller wrote to the answer.
+func (e *e2e) checkControllers(ctx context.Context) error {
+	const section = "3. real controllers"
+	repl := e.placeholders()
+	repl["STOCK_VIP"] = stockVIP
+	repl["STOCK_LIMIT"] = "300Mi"
+	if err := e.n.applyManifest(ctx, stockBesideManifest, repl); err != nil {
+		return err
+	}
+	if err := e.n.waitRollout(ctx, dnsNS, "coredns-stock", 2*time.Minute); err != nil {
+		return err
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	api, ours, stock := newSightings(), newSightings(), newSightings()
+	var wg sync.WaitGroup
+	for _, f := range []func(){
+		func() { e.watchAPI(wctx, api) },
+		func() { watchDNS(wctx, dnsVIP, ours) },
+		func() { watchDNS(wctx, stockVIP, stock) },
+	} {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	settle := func(what string, want func(n int) bool) {
+		err := waitFor(ctx, 2*time.Minute, what, func() error {
+			cur := api.current()
+			if n := len(strings.Split(cur, ",")); cur == "" || !want(n) {
+				return fmt.Errorf("API has %q", cur)
+			}
+			if ours.current() != cur || stock.current() != cur {
+				return fmt.Errorf("API %q, ours %q, stock %q", cur, ours.current(), stock.current())
+			}
+			return nil
+		})
+		cur := api.current()
+		e.rep.assert(section, what+": both servers answer the ready pods", err == nil, "%s %s", cur, errText(err))
+		out, lerr := e.n.exec(ctx, appNS, "musl", "resolve", "lookup", "-4", "web-headless")
+		got := strings.Join(strings.Fields(out)[min(1, len(strings.Fields(out))):], ",")
+		e.rep.assert(section, what+": a client pod sees the ready pods", lerr == nil && got == cur, "%s %s", got, errText(lerr))
+	}
+	scale := func(n int32) error {
+		s, err := e.n.client().AppsV1().Deployments(appNS).GetScale(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = n
+		_, err = e.n.client().AppsV1().Deployments(appNS).UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
+		return err
+	}
+	settle("3 replicas", func(n int) bool { return n == 3 })
+	if err := scale(5); err != nil {
+		return err
+	}
+	settle("scaled 3 → 5", func(n int) bool { return n == 5 })
+	if err := scale(2); err != nil {
+		return err
+	}
+	settle("scaled 5 → 2", func(n int) bool { return n == 2 })
+	pods, err := e.n.podsOf(ctx, appNS, map[string]string{"app": "web"})
+	if err != nil {
+		return err
+	}
+	var live []corev1.Pod
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			live = append(live, p)
+		}
+	}
+	if len(live) == 0 {
+		return fmt.Errorf("no web pod left")
+	}
+	victim := live[0].Name
+	// Readiness flipped by an exec probe on a file, several times: each
+	// flip is an EndpointSlice write of the controller, a sample.
+	for i := range readinessFlips {
+		if _, err := e.n.exec(ctx, appNS, victim, "rm", "/tmp/ready"); err != nil {
+			return err
+		}
+		settle(fmt.Sprintf("readiness of %s off (%d)", victim, i+1), func(n int) bool { return n == 1 })
+		if _, err := e.n.exec(ctx, appNS, victim, "touch", "/tmp/ready"); err != nil {
+			return err
+		}
+		settle(fmt.Sprintf("readiness of %s on (%d)", victim, i+1), func(n int) bool { return n == 2 })
+	}
+	if err := e.n.client().CoreV1().Pods(appNS).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	settle("pod "+victim+" deleted and replaced", func(n int) bool {
+		return n == 2 && !strings.Contains(api.current(), podIP(live[0]))
+	})
+	stop()
+	wg.Wait()
+	e.reportDelays(api, ours, stock)
+	return nil
+}
+
+func podIP(p corev1.Pod) string { return p.Status.PodIP }
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// reportDelays reports, for ours and stock, how long each answer took to
+// follow the API's change.
+func (e *e2e) reportDelays(api, ours, stock *sightings) {
+	changes := api.all()[1:] // the first is the state before any change
+	dOurs, missOurs := delays(changes, ours.all())
+	dStock, missStock := delays(changes, stock.all())
+	row := func(who string, d []time.Duration, missed int) []string {
+		return []string{who, fmt.Sprint(len(changes)), fmt.Sprint(missed), ms(quantile(d, 0.5)), ms(quantile(d, 0.99)), ms(quantile(d, 1))}
+	}
+	// A change the API replaced within milliseconds may never be answered
+	// (the next one is): such a change is counted, not failed; every
+	// settled state is checked above.
+	e.rep.table("Delay from the EndpointSlice the controller wrote to the answer at the VIP (the API side by a watch, the DNS side asked every 5 ms)",
+		[]string{"server", "API changes", "not answered before the next change", "p50", "p99", "max"},
+		[][]string{row("ours (deploy/base)", dOurs, missOurs), row("stock CoreDNS 1.15 (kubeadm's Corefile)", dStock, missStock)})
+	e.rep.figure("controllers: delay from EndpointSlice to answer, ours p50 / p99", ms(quantile(dOurs, 0.5))+" / "+ms(quantile(dOurs, 0.99)))
+	e.rep.figure("controllers: delay from EndpointSlice to answer, stock p50 / p99", ms(quantile(dStock, 0.5))+" / "+ms(quantile(dStock, 0.99)))
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(q*float64(len(s)-1) + 0.5)
+	return s[i]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }

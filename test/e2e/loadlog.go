@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// loadLog is what a load pod's `resolve loop` printed: a tick a second
+// with the lookups completed in it, and a line per failed or slow lookup.
+type loadLog struct {
+	ticks []tick
+	fails []event
+	slows []event
+}
+
+type tick struct {
+	at       time.Time
+	ok, fail int
+	maxMs    int
+}
+
+type event struct {
+	at    time.Time
+	name  string
+	ms    int
+	error string
+}
+
+// parseLoadLog reads the lines `tick MS ok=N fail=N maxms=N`,
+// `fail MS NAME MS ERROR...` and `slow MS NAME MS`.
+func parseLoadLog(s string) loadLog {
+	var l loadLog
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		ms, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		at := time.UnixMilli(ms)
+		switch {
+		case f[0] == "tick" && len(f) >= 5:
+			l.ticks = append(l.ticks, tick{at: at, ok: kv(f[2]), fail: kv(f[3]), maxMs: kv(f[4])})
+		case (f[0] == "fail" || f[0] == "slow") && len(f) >= 4:
+			lat, _ := strconv.Atoi(f[3])
+			ev := event{at: at, name: f[2], ms: lat, error: strings.Join(f[4:], " ")}
+			if f[0] == "fail" {
+				l.fails = append(l.fails, ev)
+			} else {
+				l.slows = append(l.slows, ev)
+			}
+		}
+	}
+	return l
+}
+
+// kv reads the number of "key=N".
+func kv(s string) int {
+	_, v, _ := strings.Cut(s, "=")
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+// counts are a phase's lookups.
+type counts struct {
+	ok, fail, slow, maxMs int
+	failed                []event
+}
+
+// count adds up the ticks in [from, to) and the failures and slow lookups
+// started in it.
+func (l loadLog) count(from, to time.Time) counts {
+	var c counts
+	in := func(t time.Time) bool { return !t.Before(from) && t.Before(to) }
+	for _, t := range l.ticks {
+		if in(t.at) {
+			c.ok += t.ok
+			c.fail += t.fail
+			c.maxMs = max(c.maxMs, t.maxMs)
+		}
+	}
+	for _, ev := range l.fails {
+		if in(ev.at) {
+			c.failed = append(c.failed, ev)
+		}
+	}
+	for _, ev := range l.slows {
+		if in(ev.at) {
+			c.slow++
+		}
+	}
+	return c
+}
+
+// examples names the first failed lookups, for the report.
+func (c counts) examples() string {
+	if len(c.failed) == 0 {
+		return ""
+	}
+	var parts []string
+	for i, ev := range c.failed {
+		if i == 3 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s at %s after %d ms: %s", ev.name, ev.at.Format("15:04:05.000"), ev.ms, ev.error))
+	}
+	return "; " + strings.Join(parts, "; ")
+}
+
+// execOutput runs a command and returns its stdout; stderr is in the error.
+func execOutput(ctx context.Context, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return string(out), fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}

@@ -1,0 +1,71 @@
+// Command e2e runs what operators deploy in a real one-node Kubernetes
+// cluster on this machine and writes what it proved to docs/e2e.md
+// (`make e2e`).
+//
+// The cluster is real: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, kubelet and kube-proxy built at the pinned Kubernetes
+// version (hack/tools.sh e2e), containerd and runc from Debian, the bridge
+// and host-local CNI plugins. Every image is built here and imported, since
+// no registry can be reached: ours from `make image`, the pause and client
+// images by package images.
+//
+// The node lives in a network namespace of its own (netnsName): its address,
+// the pods' and the Services' are in 198.18.0.0/15, nothing is masqueraded
+// and nothing routes out; upstream names go to a stub DNS server inside it.
+// The process runs twice: the outer one (on the host) clears what an
+// earlier run left, creates the namespace and runs itself inside it with
+// nsenter, then clears everything again, whatever the inner run did. The
+// inner one (in the namespace, with the host's mounts, which kubelet and
+// containerd must share) starts the cluster and runs the checks.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+// innerEnv marks the run inside the network namespace.
+const innerEnv = "SCHEMADNS_E2E_INNER"
+
+// options are the command-line flags.
+type options struct {
+	image     string // our image tarball (make image)
+	imageRef  string // its name in the runtime
+	out       string // the report, Markdown; JSON beside it
+	keep      bool   // leave the cluster as it is at the end (no cleanup)
+	relistSvc int    // headless services of the S2 shape for the relist check
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.image, "image", "bin/schemadns-coredns.tar", "our image tarball, from make image")
+	flag.StringVar(&o.imageRef, "image-ref", "", "our image's name (default: read from the tarball)")
+	flag.StringVar(&o.out, "out", "docs/e2e.md", "the report (Markdown; the figures as JSON beside it)")
+	flag.BoolVar(&o.keep, "keep", false, "leave the cluster as it is at the end, even after a failure, for a look around (remove it with: bin/e2e -clean)")
+	flag.IntVar(&o.relistSvc, "relist-services", 10000, "headless services × 10 endpoints (the S2 shape) loaded for the forced-relist check")
+	clean := flag.Bool("clean", false, "only remove what an earlier run left behind")
+	flag.Parse()
+	if *clean {
+		if err := cleanHost(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	return o
+}
+
+func main() {
+	o := parseFlags()
+	var err error
+	if os.Getenv(innerEnv) == "" {
+		err = outer(o)
+	} else {
+		err = inner(o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: FAIL:", err)
+		os.Exit(1)
+	}
+}

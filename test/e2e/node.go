@@ -1,0 +1,525 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schemadns/schemadns/test/kubeapi"
+)
+
+// The node's addresses, all inside the network namespace and 198.18.0.0/15.
+const (
+	nodeName    = "e2e-node"
+	nodeIP      = "198.18.0.1"  // on the portless bridge e2e0; the API server's too
+	stubIP      = "198.18.0.53" // the upstream stub DNS server, on e2e0
+	podCIDR     = "198.18.1.0/24"
+	podGateway  = "198.18.1.1" // cni0, made by the bridge CNI plugin
+	serviceCIDR = "198.19.0.0/16"
+	dnsVIP      = "198.19.0.10" // the kube-dns Service
+	stockVIP    = "198.19.0.11" // stock CoreDNS beside ours, for the delay comparison
+	nodeBridge  = "e2e0"
+	cniBinDir   = "/usr/lib/cni" // where Debian's containernetworking-plugins puts them
+)
+
+// node is the running cluster: control plane, runtime, kubelet, kube-proxy.
+type node struct {
+	api        *kubeapi.Cluster
+	tools      string // the tools directory of hack/tools.sh
+	kubectl    string
+	sock       string // containerd's socket
+	daemons    []*daemon
+	kubelet    *daemon
+	logDir     string
+	resolvConf string
+}
+
+// path names a file in the state directory.
+func path(parts ...string) string { return filepath.Join(append([]string{stateDir}, parts...)...) }
+
+// setupNetwork gives the namespace the node's own interface and the sysctls
+// a node has. Nothing routes out: only the Service range is routed, to the
+// node's bridge, so that the node itself reaches Service VIPs through
+// kube-proxy's rules.
+func setupNetwork() error {
+	steps := [][]string{
+		{"ip", "link", "add", nodeBridge, "type", "bridge"},
+		{"ip", "addr", "add", nodeIP + "/24", "dev", nodeBridge},
+		{"ip", "addr", "add", stubIP + "/32", "dev", nodeBridge},
+		{"ip", "link", "set", nodeBridge, "up"},
+		{"ip", "route", "add", serviceCIDR, "dev", nodeBridge, "src", nodeIP},
+	}
+	for _, s := range steps {
+		if err := run(s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	// Forwarding between the pods' bridge and the node; bridged traffic
+	// through iptables, so that a pod reaching a pod of the same bridge
+	// through a VIP gets its reply from the VIP.
+	for file, value := range map[string]string{
+		"/proc/sys/net/ipv4/ip_forward":                 "1",
+		"/proc/sys/net/bridge/bridge-nf-call-iptables":  "1",
+		"/proc/sys/net/bridge/bridge-nf-call-ip6tables": "1",
+		"/proc/sys/net/ipv4/conf/all/route_localnet":    "1",
+	} {
+		if err := os.WriteFile(file, []byte(value), 0o644); err != nil {
+			return fmt.Errorf("set %s: %w", file, err)
+		}
+	}
+	return nil
+}
+
+// startNode starts the whole cluster and returns once the node is Ready.
+func startNode(ctx context.Context, logf func(string, ...any)) (*node, error) {
+	n := &node{logDir: path("logs")}
+	if err := os.MkdirAll(n.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	steps := []struct {
+		what string
+		fn   func(context.Context) error
+	}{
+		{"network", func(context.Context) error { return setupNetwork() }},
+		{"tools", n.findTools},
+		{"etcd and kube-apiserver", n.startAPI},
+		{"containerd", n.startContainerd},
+		{"kube-controller-manager, kube-scheduler", n.startControllers},
+		{"kubelet", n.startKubelet},
+		{"kube-proxy", n.startProxy},
+		{"node Ready", n.waitNodeReady},
+	}
+	for _, s := range steps {
+		start := time.Now()
+		if err := s.fn(ctx); err != nil {
+			return n, fmt.Errorf("%s: %w", s.what, err)
+		}
+		logf("%s: up in %.1fs", s.what, time.Since(start).Seconds())
+	}
+	return n, nil
+}
+
+// findTools builds (once per version) and finds the cluster's binaries.
+func (n *node) findTools(ctx context.Context) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "tools.sh"), "e2e")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("hack/tools.sh e2e: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	n.tools = lines[len(lines)-1]
+	n.kubectl, err = n.tool("kubectl")
+	return err
+}
+
+// tool returns the path of a binary hack/tools.sh built (name-VERSION).
+func (n *node) tool(name string) (string, error) {
+	matches, _ := filepath.Glob(filepath.Join(n.tools, name+"-v*"))
+	if len(matches) == 0 {
+		return "", fmt.Errorf("%s not found in %s", name, n.tools)
+	}
+	return matches[len(matches)-1], nil
+}
+
+// startAPI starts etcd and kube-apiserver on the node's address, with the
+// Service range inside the namespace and the admission a cluster has.
+func (n *node) startAPI(ctx context.Context) error {
+	log, err := os.Create(filepath.Join(n.logDir, "kubeapi.log"))
+	if err != nil {
+		return err
+	}
+	n.api, err = kubeapi.Start(ctx, kubeapi.Options{
+		ToolsDir: n.tools,
+		WorkDir:  path("kubeapi"),
+		Log:      log,
+		Address:  nodeIP,
+		// The MCS CRDs as the multicluster overlay's check wants them.
+		ServiceImportVersions: []string{"v1beta1"},
+		ReadyTimeout:          3 * time.Minute,
+		// Pods get ServiceAccount tokens, as in any cluster.
+		ServiceAccountAdmission: true,
+		APIServerFlags: []string{
+			"--service-cluster-ip-range=" + serviceCIDR,
+			// The API server reaches kubelet (logs, exec) by the node's IP:
+			// there is no resolver for its host name here.
+			"--kubelet-preferred-address-types=InternalIP",
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path("kubeapi", "ca.crt"), n.api.CAData(), 0o644)
+}
+
+// startContainerd writes containerd's configuration (everything under the
+// state directory) and starts it.
+func (n *node) startContainerd(ctx context.Context) error {
+	n.sock = path("containerd", "containerd.sock")
+	for _, d := range []string{path("containerd"), path("cni", "net.d"), path("cni", "ipam")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	conf := path("containerd", "config.toml")
+	if err := os.WriteFile(conf, []byte(containerdConfig()), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path("cni", "net.d", "10-e2e.conflist"), []byte(cniConfig()), 0o644); err != nil {
+		return err
+	}
+	d, err := n.start("containerd", "containerd", "--config", conf)
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, 30*time.Second, "containerd's socket", func() error {
+		if !d.alive() {
+			return d.exitError()
+		}
+		return exec.CommandContext(ctx, "ctr", "--address", n.sock, "version").Run()
+	})
+}
+
+// containerdConfig is containerd 1.6's configuration for this machine:
+// cgroups v1 through cgroupfs, no negative oom_score_adj (the process lacks
+// CAP_SYS_RESOURCE), the pause image built here, the pods' network
+// namespaces and runc's state under the state directory.
+func containerdConfig() string {
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+[grpc]
+  address = %[3]q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[4]q
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %[7]q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %[5]q
+    conf_dir = %[6]q
+`, path("containerd", "root"), path("containerd", "state"), path("containerd", "containerd.sock"),
+		pauseImage, cniBinDir, path("cni", "net.d"), path("runc"))
+}
+
+// cniConfig is the pods' network: one bridge, host-local addresses, the
+// node as their gateway, no masquerade.
+func cniConfig() string {
+	return fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "e2e",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cni0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": %q, "gateway": %q}]],
+        "routes": [{"dst": "0.0.0.0/0"}],
+        "dataDir": %q
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, podCIDR, podGateway, path("cni", "ipam"))
+}
+
+// startControllers starts kube-controller-manager and kube-scheduler with
+// the admin kubeconfig, serving nothing.
+func (n *node) startControllers(ctx context.Context) error {
+	kcm, err := n.tool("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	sched, err := n.tool("kube-scheduler")
+	if err != nil {
+		return err
+	}
+	if _, err := n.start("kube-controller-manager", kcm,
+		"--kubeconfig="+n.api.Kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+		// Pods get the API server's CA as kube-root-ca.crt.
+		"--root-ca-file="+path("kubeapi", "ca.crt"),
+		"--service-cluster-ip-range="+serviceCIDR,
+		"--allocate-node-cidrs=false",
+		"--use-service-account-credentials=false",
+	); err != nil {
+		return err
+	}
+	_, err = n.start("kube-scheduler", sched,
+		"--kubeconfig="+n.api.Kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	)
+	return err
+}
+
+// startKubelet writes kubelet's configuration and starts it; clusterDNS is
+// the DNS address pods get in their resolv.conf.
+func (n *node) startKubelet(ctx context.Context) error {
+	return n.restartKubelet(ctx, dnsVIP)
+}
+
+// restartKubelet (re)starts kubelet with pods' nameserver clusterDNS;
+// running pods keep running.
+func (n *node) restartKubelet(ctx context.Context, clusterDNS string) error {
+	if n.kubelet != nil {
+		n.kubelet.stop()
+	}
+	bin, err := n.tool("kubelet")
+	if err != nil {
+		return err
+	}
+	if err := makeCgroupRoot(); err != nil {
+		return err
+	}
+	n.resolvConf = path("resolv.conf")
+	if err := os.WriteFile(n.resolvConf, []byte("nameserver "+stubIP+"\n"), 0o644); err != nil {
+		return err
+	}
+	conf := path("kubelet.yaml")
+	if err := os.WriteFile(conf, []byte(kubeletConfig(n.sock, n.resolvConf, clusterDNS)), 0o644); err != nil {
+		return err
+	}
+	n.kubelet, err = n.start("kubelet", bin,
+		"--config="+conf,
+		"--kubeconfig="+n.api.Kubeconfig,
+		"--root-dir="+path("kubelet"),
+		"--hostname-override="+nodeName,
+		"--node-ip="+nodeIP,
+	)
+	return err
+}
+
+// kubeletConfig is kubelet's configuration for this machine: cgroups v1
+// through cgroupfs below cgroupName, the pods' DNS, no eviction on a shared
+// disk, exec and logs open to the API server without webhooks.
+func kubeletConfig(sock, resolvConf, clusterDNS string) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /%s
+containerRuntimeEndpoint: unix://%s
+address: %s
+readOnlyPort: 0
+healthzPort: 0
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+clusterDomain: cluster.local
+clusterDNS: [%q]
+resolvConf: %s
+failSwapOn: false
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: "100Mi"
+  nodefs.available: "1%%"
+  imagefs.available: "1%%"
+  nodefs.inodesFree: "1%%"
+localStorageCapacityIsolation: false
+podLogsDir: %s
+`, cgroupName, sock, nodeIP, clusterDNS, resolvConf, path("pod-logs"))
+}
+
+// makeCgroupRoot creates kubelet's cgroupRoot in every hierarchy.
+func makeCgroupRoot() error {
+	hierarchies, err := os.ReadDir(cgroupFS)
+	if err != nil {
+		return err
+	}
+	for _, h := range hierarchies {
+		dir := filepath.Join(cgroupFS, h.Name(), cgroupName)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("create cgroup %s: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// startProxy starts kube-proxy in iptables mode, touching no global sysctl.
+func (n *node) startProxy(ctx context.Context) error {
+	bin, err := n.tool("kube-proxy")
+	if err != nil {
+		return err
+	}
+	conf := path("kube-proxy.yaml")
+	cfg := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clusterCIDR: %s
+hostnameOverride: %s
+clientConnection:
+  kubeconfig: %s
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+`, podCIDR, nodeName, n.api.Kubeconfig)
+	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	_, err = n.start("kube-proxy", bin, "--config="+conf)
+	return err
+}
+
+// waitNodeReady waits for the node to register and report Ready (its
+// runtime and network up).
+func (n *node) waitNodeReady(ctx context.Context) error {
+	return waitFor(ctx, 3*time.Minute, "node "+nodeName+" Ready", func() error {
+		if !n.kubelet.alive() {
+			return n.kubelet.exitError()
+		}
+		nd, err := n.api.Client().CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range nd.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return errors.New("not Ready yet")
+	})
+}
+
+// stop stops every daemon, newest first, then the API server.
+func (n *node) stop() {
+	for i := len(n.daemons) - 1; i >= 0; i-- {
+		n.daemons[i].stop()
+	}
+	if n.api != nil {
+		_ = n.api.Stop()
+	}
+}
+
+// start starts a daemon with its log in logDir.
+func (n *node) start(name, bin string, args ...string) (*daemon, error) {
+	d, err := startDaemon(name, filepath.Join(n.logDir, name+".log"), bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	n.daemons = append(n.daemons, d)
+	return d, nil
+}
+
+// daemon is one process of the cluster.
+type daemon struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// startDaemon starts bin in a process group of its own, dying with us.
+func startDaemon(name, logPath, bin string, args ...string) (*daemon, error) {
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d := &daemon{name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	d.cmd.Stdout, d.cmd.Stderr = f, f
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.done) }()
+	return d, nil
+}
+
+func (d *daemon) alive() bool {
+	select {
+	case <-d.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (d *daemon) exitError() error {
+	return fmt.Errorf("%s exited: %v (see %s/%s.log)", d.name, d.err, path("logs"), d.name)
+}
+
+// stop asks the daemon to stop, and kills it after 10 seconds.
+func (d *daemon) stop() {
+	if !d.alive() {
+		return
+	}
+	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		<-d.done
+	}
+}
+
+// waitFor polls check every 200 ms until it returns nil or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, what string, check func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = check(); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// repoRoot finds the repository's top directory from the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if exists(filepath.Join(dir, "hack", "tools.sh")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run make e2e from the repository")
+		}
+		dir = parent
+	}
+}
