@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +54,8 @@ type phase struct {
 	// bar: a failed lookup, or fewer than 100 lookups a second, fails the
 	// run here; elsewhere they are reported.
 	bar bool
+	// leaving names whose DNS pods terminate in this phase, if any.
+	leaving string
 }
 
 // upgradeAndRollback runs the load clients through stock, the upgrade to
@@ -70,8 +74,8 @@ func (e *e2e) upgradeAndRollback(ctx context.Context) error {
 		return err
 	}
 	var phases []phase
-	mark := func(name string, zero bool, action func() error) error {
-		p := phase{name: name, from: time.Now(), bar: zero}
+	mark := func(name string, zero bool, leaving string, action func() error) error {
+		p := phase{name: name, from: time.Now(), bar: zero, leaving: leaving}
 		err := action()
 		p.to = time.Now()
 		phases = append(phases, p)
@@ -94,26 +98,25 @@ func (e *e2e) upgradeAndRollback(ctx context.Context) error {
 	applyOurs := func() error { _, err := e.n.kubectlRun(ctx, nil, "apply", "-k", base); return err }
 	applyStock := func() error {
 		// docs/operations.md: the stock manifests again, their ConfigMap first.
-		cm, _, _ := strings.Cut(string(stockManifest[strings.Index(string(stockManifest), "kind: ConfigMap")-len("apiVersion: v1\n"):]), "\n---")
-		if err := e.n.applyManifest(ctx, []byte(cm), e.placeholders()); err != nil {
+		if err := e.n.applyManifest(ctx, manifestDoc(stockManifest, "kind: ConfigMap"), e.placeholders()); err != nil {
 			return err
 		}
 		return e.n.applyManifest(ctx, stockManifest, e.placeholders())
 	}
 	steps := []struct {
-		name string
-		zero bool
-		fn   func() error
+		name, leaving string
+		zero          bool
+		fn            func() error
 	}{
-		{"stock, steady", false, settle},
-		{"upgrade to deploy/base", true, rollout(applyOurs)},
-		{"ours, steady", true, settle},
-		{"rollback to stock", true, rollout(applyStock)},
-		{"stock again, steady", false, settle},
-		{"upgrade again", true, rollout(applyOurs)},
+		{"stock, steady", "", false, settle},
+		{"upgrade to deploy/base", "stock (kubeadm's)", true, rollout(applyOurs)},
+		{"ours, steady", "", true, settle},
+		{"rollback to stock", "ours (deploy/base)", true, rollout(applyStock)},
+		{"stock again, steady", "", false, settle},
+		{"upgrade again", "stock (kubeadm's)", true, rollout(applyOurs)},
 	}
 	for _, s := range steps {
-		if err := mark(s.name, s.zero, s.fn); err != nil {
+		if err := mark(s.name, s.zero, s.leaving, s.fn); err != nil {
 			return fmt.Errorf("%w: %s: %w", errFatal, s.name, err)
 		}
 	}
@@ -121,9 +124,21 @@ func (e *e2e) upgradeAndRollback(ctx context.Context) error {
 	return e.checkInstalled(ctx)
 }
 
+// manifestDoc returns the document of a multi-document manifest that
+// contains marker.
+func manifestDoc(manifest []byte, marker string) []byte {
+	for _, doc := range strings.Split(string(manifest), "\n---\n") {
+		if strings.Contains(doc, marker) {
+			return []byte(doc)
+		}
+	}
+	return nil
+}
+
 // reportLoad reads the load pods' logs and reports each phase's lookups.
 func (e *e2e) reportLoad(ctx context.Context, section string, phases []phase) {
 	var rows [][]string
+	slowWhenLeaving := map[string]int{}
 	for _, pod := range []string{"load-glibc", "load-musl"} {
 		log, err := e.n.logs(ctx, appNS, pod)
 		if err != nil {
@@ -135,7 +150,12 @@ func (e *e2e) reportLoad(ctx context.Context, section string, phases []phase) {
 			c := ll.count(p.from, p.to)
 			secs := p.to.Sub(p.from).Seconds()
 			rate := float64(c.ok+c.fail) / secs
-			rows = append(rows, []string{pod, p.name, fmt.Sprintf("%.0f", secs), fmt.Sprint(c.ok + c.fail),
+			leaving := p.leaving
+			if leaving == "" {
+				leaving = "none"
+			}
+			slowWhenLeaving[leaving] += c.slow
+			rows = append(rows, []string{pod, p.name, leaving, fmt.Sprintf("%.0f", secs), fmt.Sprint(c.ok + c.fail),
 				fmt.Sprint(c.fail), fmt.Sprint(c.slow), fmt.Sprintf("%.0f", rate), fmt.Sprint(c.maxMs)})
 			if p.bar {
 				e.rep.assert(section, fmt.Sprintf("%s: 0 failed lookups during %q", pod, p.name), c.fail == 0,
@@ -147,8 +167,13 @@ func (e *e2e) reportLoad(ctx context.Context, section string, phases []phase) {
 			}
 		}
 	}
+	for _, leaving := range slices.Sorted(maps.Keys(slowWhenLeaving)) {
+		if leaving != "none" {
+			e.rep.figure(fmt.Sprintf("%s: lookups slower than 1 s (a resolver timeout) while DNS pods of %s went", section, leaving), fmt.Sprint(slowWhenLeaving[leaving]))
+		}
+	}
 	e.rep.table("Lookups per phase ("+section+")",
-		[]string{"client", "phase", "seconds", "lookups", "failed", "slower than 1 s", "lookups/s", "max ms"}, rows)
+		[]string{"client", "phase", "DNS pods that went", "seconds", "lookups", "failed", "slower than 1 s", "lookups/s", "max ms"}, rows)
 }
 
 // checkInstalled checks what the shipped install must be once it runs: our
@@ -278,6 +303,8 @@ func (e *e2e) checkResolvers(ctx context.Context) error {
 		want := nm.name + " " + nm.want
 		e.rep.assert(section, "musl getaddrinfo "+nm.name, err == nil && strings.TrimSpace(out) == want, "%s %s", strings.TrimSpace(out), errText(err))
 	}
+	asked := e.stub.count(externalName)
+	e.rep.assert(section, "the external name was asked of the upstream stub (forward . /etc/resolv.conf)", asked > 0, "%d queries for %s", asked, externalName)
 	digs := []struct {
 		what string
 		args []string

@@ -271,15 +271,6 @@ func (e *e2e) checkControllers(ctx context.Context) error {
 
 func podIP(p corev1.Pod) string { return p.Status.PodIP }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // reportDelays reports, for ours and stock, how long each answer took to
 // follow the API's change.
 func (e *e2e) reportDelays(api, ours, stock *sightings) {

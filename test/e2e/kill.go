@@ -52,6 +52,6 @@ func (e *e2e) checkKill(ctx context.Context) error {
 	// Reported, not a bar: until kubelet sees the container gone and
 	// kube-proxy drops it, queries sent to it are lost (the resolver
 	// retries after its timeout) or refused by its pod's network stack.
-	e.reportLoad(ctx, section, []phase{{name: "DNS pod killed", from: from, to: time.Now()}})
+	e.reportLoad(ctx, section, []phase{{name: "DNS pod killed", from: from, to: time.Now(), leaving: "ours (SIGKILL, restarted)"}})
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -231,7 +232,9 @@ func write(out, ref string, entrypoint []string, files []file) error {
 	if err != nil {
 		return err
 	}
-	l, err := tarball.LayerFromReader(bytes.NewReader(layerTar))
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
+	})
 	if err != nil {
 		return err
 	}
