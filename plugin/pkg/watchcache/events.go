@@ -60,7 +60,13 @@ func (c *Cache) handler(k Resources, idx *indexes) cache.ResourceEventHandler {
 			c.notify(k, obj)
 		},
 		UpdateFunc: func(old, obj any) {
+			// The index holds the stored object itself: keep it current
+			// even when nothing DNS reads changed.
 			idx.update(old, obj)
+			if sameFacts(old, obj) {
+				skipped.WithLabelValues(resourceNames[k]).Inc()
+				return
+			}
 			// A slice moved to another service changes both.
 			if o, n := eventFor(k, old), eventFor(k, obj); o.Service != n.Service || o.Import != n.Import {
 				c.notify(k, old)

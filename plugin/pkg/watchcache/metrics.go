@@ -33,6 +33,10 @@ var (
 	}, []string{"resource"})
 	events = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "events_total",
-		Help: "Changes received from the API.",
+		Help: "Changes received from the API that change what DNS reads, each published to the plugins.",
+	}, []string{"resource"})
+	skipped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: "watchcache", Name: "updates_skipped_total",
+		Help: "Updates received from the API that change nothing DNS reads (annotations, status DNS ignores, managedFields, resyncs): no rebuild, no snapshot, no SOA serial change.",
 	}, []string{"resource"})
 )
