@@ -5,12 +5,13 @@ package cacheopts
 
 import (
 	"fmt"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/coredns/caddy"
+
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
 // ParseConnectionOption handles the Corefile options that say how to reach
@@ -138,23 +139,24 @@ func (n *namedLimits) merge(plugin string, l watchcache.Limits) error {
 		return fmt.Errorf("%s sets %s %v, but %s, which shares its connection to the API server, set %v: one connection has one limit; set the same value in both or in one",
 			plugin, opt, is, by, was)
 	}
-	if l.QPS > 0 {
-		if n.QPS > 0 && n.QPS != l.QPS {
-			return conflict("apiserver_qps", n.qpsBy, n.QPS, l.QPS)
-		}
-		n.QPS, n.qpsBy = l.QPS, plugin
+	if err := takeLimit("apiserver_qps", &n.QPS, &n.qpsBy, l.QPS, plugin, conflict); err != nil {
+		return err
 	}
-	if l.Burst > 0 {
-		if n.Burst > 0 && n.Burst != l.Burst {
-			return conflict("apiserver_burst", n.burstBy, n.Burst, l.Burst)
-		}
-		n.Burst, n.burstBy = l.Burst, plugin
+	if err := takeLimit("apiserver_burst", &n.Burst, &n.burstBy, l.Burst, plugin, conflict); err != nil {
+		return err
 	}
-	if l.MaxInflight > 0 {
-		if n.MaxInflight > 0 && n.MaxInflight != l.MaxInflight {
-			return conflict("apiserver_max_inflight", n.inflightBy, n.MaxInflight, l.MaxInflight)
-		}
-		n.MaxInflight, n.inflightBy = l.MaxInflight, plugin
+	return takeLimit("apiserver_max_inflight", &n.MaxInflight, &n.inflightBy, l.MaxInflight, plugin, conflict)
+}
+
+// takeLimit takes value (0: not set) into *have, remembering the plugin
+// that set it first, so that a clash names the stanza that set it.
+func takeLimit[T float32 | int](opt string, have *T, by *string, value T, plugin string, conflict func(opt, by string, was, is any) error) error {
+	switch {
+	case value <= 0:
+	case *have <= 0:
+		*have, *by = value, plugin
+	case *have != value:
+		return conflict(opt, *by, *have, value)
 	}
 	return nil
 }
