@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,6 +41,9 @@ type ClusterIDWatcher struct {
 	served  bool   // discovery listed clusterproperties at the last look
 	looked  bool   // discovery has answered once
 	failing bool   // the last call failed, and that was logged
+	// failures counts failed calls, logged or not (read by tests while
+	// Run goes on).
+	failures atomic.Int64
 	// first is closed once the first attempt to read the property is over
 	// (firstDone set then), whatever its outcome.
 	first     chan struct{}
@@ -200,6 +204,7 @@ func (w *ClusterIDWatcher) set(id string, fn func(string)) {
 
 // fail logs the first of a run of failed calls; the ID known stays.
 func (w *ClusterIDWatcher) fail(err error) {
+	w.failures.Add(1)
 	if !w.failing {
 		log.Warningf("cannot read the %s ClusterProperty, keeping cluster ID %q: %v", clusterIDProperty, w.id, err)
 	}

@@ -3,6 +3,7 @@ package watchcache
 import (
 	"bytes"
 	"context"
+	"fmt"
 	golog "log"
 	"os"
 	"strings"
@@ -35,6 +36,13 @@ func (l *idLog) String() string {
 // waits for its first look.
 func runWatcher(t *testing.T, cfg Config) *idLog {
 	t.Helper()
+	_, ids := startWatcher(t, cfg)
+	return ids
+}
+
+// startWatcher is runWatcher that also returns the watcher.
+func startWatcher(t *testing.T, cfg Config) (*ClusterIDWatcher, *idLog) {
+	t.Helper()
 	w, err := NewClusterIDWatcher(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +58,7 @@ func runWatcher(t *testing.T, cfg Config) *idLog {
 	case <-time.After(settle):
 		t.Fatal("no first look at the ClusterProperty")
 	}
-	return ids
+	return w, ids
 }
 
 // TestClusterIDWatcher follows the id.k8s.io ClusterProperty through its
@@ -108,10 +116,11 @@ func TestClusterIDWatcherForbidden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := runWatcher(t, Config{Kubeconfig: kubeconfig})
+	w, ids := startWatcher(t, Config{Kubeconfig: kubeconfig})
 	const warning = "cannot read the id.k8s.io ClusterProperty"
 	eventually(t, settle, "a warning", func() bool { return strings.Contains(buf.String(), warning) }, buf.String)
-	time.Sleep(300 * time.Millisecond) // several retries at 20 ms and more
+	eventually(t, settle, "four failed calls", func() bool { return w.failures.Load() >= 4 },
+		func() string { return fmt.Sprint(w.failures.Load(), " failed calls") })
 	if n := strings.Count(buf.String(), warning); n != 1 || ids.String() != "" {
 		t.Errorf("%d warnings, IDs %q; want one warning and no ID:\n%s", n, ids.String(), buf.String())
 	}
