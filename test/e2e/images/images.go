@@ -1,9 +1,10 @@
 // Package images builds the container images of the e2e cluster's pods
 // other than ours: the pause (sandbox) image, a glibc client, a static musl
 // client and busybox. No registry can be reached here, so each is made from
-// this machine's own Debian files and programs compiled from the C sources
-// beside this file, and written as a docker-archive tarball that
-// `ctr images import` loads under its name.
+// this machine's own Debian files and one program compiled from
+// csrc/resolve.c (the clients' resolver, and the pause image's process),
+// and written as a docker-archive tarball that `ctr images import` loads
+// under its name.
 package images
 
 import (
@@ -43,12 +44,8 @@ type Image struct {
 	Tar string // a docker-archive tarball that ctr images import loads under Ref
 }
 
-var (
-	//go:embed csrc/pause.c
-	pauseSource []byte
-	//go:embed csrc/resolve.c
-	resolveSource []byte
-)
+//go:embed csrc/resolve.c
+var resolveSource []byte
 
 // file is one regular file or symlink of a layer.
 type file struct {
@@ -84,7 +81,6 @@ func Build(ctx context.Context, dir string) ([]Image, error) {
 		body            []byte
 		flags           []string
 	}{
-		{"pause", "musl-gcc", "pause.c", pauseSource, []string{"-static", "-Os"}},
 		{"resolve-musl", "musl-gcc", "resolve.c", resolveSource, []string{"-static", "-O2", "-pthread"}},
 		{"resolve-glibc", "gcc", "resolve.c", resolveSource, []string{"-O2", "-pthread"}},
 	} {
@@ -104,7 +100,8 @@ func Build(ctx context.Context, dir string) ([]Image, error) {
 		entrypoint []string
 		files      func() ([]file, error)
 	}{
-		{Pause, []string{"/pause"}, func() ([]file, error) { return binary(bins["pause"], "/pause") }},
+		// The sandbox only waits for SIGTERM: resolve's idle, static.
+		{Pause, []string{"/pause", "idle"}, func() ([]file, error) { return binary(bins["resolve-musl"], "/pause") }},
 		{MuslClient, []string{"/usr/local/bin/resolve", "idle"}, func() ([]file, error) {
 			return withBase(binary(bins["resolve-musl"], "/usr/local/bin/resolve"))
 		}},

@@ -29,7 +29,7 @@ func TestBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		Pause:       {"/pause"},
+		Pause:       {"/pause", "idle"},
 		GlibcClient: {"/usr/local/bin/resolve", "idle"},
 		MuslClient:  {"/usr/local/bin/resolve", "idle"},
 		Busybox:     {"/bin/sh"},
@@ -174,7 +174,7 @@ func testLoop(t *testing.T, root string) {
 
 // testPause checks the pause program waits, then exits 0 on SIGTERM.
 func testPause(t *testing.T, bin string) {
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, "idle")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,10 @@
  * so that both resolvers real pods use are exercised with the resolv.conf
  * kubelet writes. Every lookup is getaddrinfo(3), as applications do.
  *
- *   resolve idle                       wait for SIGTERM (a pod's main process)
+ *   resolve idle                       wait for SIGTERM (a pod's main process,
+ *                                      and the pause image's sandbox process:
+ *                                      it reaps nothing, so it never spins on
+ *                                      wait4's ECHILD)
  *   resolve lookup [-4|-6] [-n N] NAME...
  *       one line per name: "NAME ADDR..." (sorted, unique) or
  *       "NAME FAIL <error>"; with -n, the list N times and a last line
