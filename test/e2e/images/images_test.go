@@ -34,6 +34,17 @@ func TestBuild(t *testing.T) {
 		MuslClient:  {"/usr/local/bin/resolve", "idle"},
 		Busybox:     {"/bin/sh"},
 	}
+	// Files each layer must hold (tar names), besides what the runs below
+	// prove; the busybox applets are those deploy/ and the harness run.
+	files := map[string][]string{
+		Pause: {"pause"},
+		GlibcClient: {"usr/local/bin/resolve", "usr/bin/getent", "usr/bin/dig",
+			"lib64/ld-linux-x86-64.so.2", "lib/x86_64-linux-gnu/libc.so.6",
+			"etc/nsswitch.conf", "etc/passwd", "etc/group", "tmp/"},
+		MuslClient: {"usr/local/bin/resolve", "etc/passwd", "etc/group", "tmp/"},
+		Busybox: {"bin/busybox", "bin/sh", "bin/ip", "bin/sleep", "bin/cat", "bin/ls",
+			"bin/echo", "bin/wget", "bin/nslookup", "bin/true", "etc/passwd", "etc/group", "tmp/"},
+	}
 	roots := map[string]string{}
 	for _, im := range built {
 		entry, ok := want[im.Ref]
@@ -42,9 +53,23 @@ func TestBuild(t *testing.T) {
 		}
 		delete(want, im.Ref)
 		root := filepath.Join(dir, "root-"+filepath.Base(im.Tar))
-		cfg := unpack(t, im, root)
+		cfg, headers := unpack(t, im, root)
 		if !slices.Equal(cfg, entry) {
 			t.Errorf("%s: entrypoint %q, want %q", im.Ref, cfg, entry)
+		}
+		for _, f := range files[im.Ref] {
+			if headers[f] == nil {
+				t.Errorf("%s: no %s in the layer", im.Ref, f)
+			}
+		}
+		if h := headers["tmp/"]; h != nil && (h.Typeflag != tar.TypeDir || h.Mode != 0o1777) {
+			t.Errorf("%s: /tmp is type %c mode %o, want a directory, mode 1777", im.Ref, h.Typeflag, h.Mode)
+		}
+		if h := headers["etc/passwd"]; h != nil {
+			b, err := os.ReadFile(filepath.Join(root, "etc", "passwd"))
+			if err != nil || !strings.Contains(string(b), "nonroot:x:65532:65532:") || !strings.HasPrefix(string(b), "root:x:0:0:") {
+				t.Errorf("%s: /etc/passwd: %q %v", im.Ref, b, err)
+			}
 		}
 		roots[im.Ref] = root
 	}
@@ -76,8 +101,9 @@ func TestBuild(t *testing.T) {
 }
 
 // unpack reads the tarball under its tag, as ctr import does, extracts its
-// layers into root and returns the entrypoint.
-func unpack(t *testing.T, im Image, root string) []string {
+// layers into root and returns the entrypoint and the layers' tar headers
+// by name.
+func unpack(t *testing.T, im Image, root string) ([]string, map[string]*tar.Header) {
 	t.Helper()
 	tag, err := name.NewTag(im.Ref)
 	if err != nil {
@@ -98,18 +124,22 @@ func unpack(t *testing.T, im Image, root string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(layers) != 1 {
+		t.Errorf("%s: %d layers, want 1", im.Ref, len(layers))
+	}
+	headers := map[string]*tar.Header{}
 	for _, l := range layers {
 		rc, err := l.Uncompressed()
 		if err != nil {
 			t.Fatal(err)
 		}
-		extract(t, rc, root)
+		extract(t, rc, root, headers)
 		rc.Close()
 	}
-	return cf.Config.Entrypoint
+	return cf.Config.Entrypoint, headers
 }
 
-func extract(t *testing.T, r io.Reader, root string) {
+func extract(t *testing.T, r io.Reader, root string, headers map[string]*tar.Header) {
 	t.Helper()
 	tr := tar.NewReader(r)
 	for {
@@ -120,6 +150,7 @@ func extract(t *testing.T, r io.Reader, root string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		headers[h.Name] = h
 		if h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(time.Unix(0, 0)) {
 			t.Errorf("%s: owner %d:%d, mtime %v; want root and the epoch", h.Name, h.Uid, h.Gid, h.ModTime)
 		}
