@@ -29,19 +29,32 @@ func gaugeValue(t *testing.T, name string) float64 {
 // default registry (a resource never watched reads 0).
 func informerCounts(t *testing.T) map[string]float64 {
 	t.Helper()
+	out := map[string]float64{"services": 0, "endpointslices": 0, "serviceimports": 0}
+	for r, v := range byResource(t, "coredns_watchcache_informers") {
+		if _, ok := out[r]; ok {
+			out[r] = v
+		}
+	}
+	return out
+}
+
+// byResource reads a gauge or counter vector of the default registry by
+// its resource label; a resource with no series is absent.
+func byResource(t *testing.T, name string) map[string]float64 {
+	t.Helper()
 	mfs, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]float64{"services": 0, "endpointslices": 0, "serviceimports": 0}
+	out := map[string]float64{}
 	for _, mf := range mfs {
-		if mf.GetName() != "coredns_watchcache_informers" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if _, ok := out[l.GetValue()]; ok && l.GetName() == "resource" {
-					out[l.GetValue()] = m.GetGauge().GetValue()
+				if l.GetName() == "resource" {
+					out[l.GetValue()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
 				}
 			}
 		}

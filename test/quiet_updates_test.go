@@ -5,35 +5,16 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 )
 
-// skippedCounts reads coredns_watchcache_updates_skipped_total by resource
-// from the default registry (a resource never skipped reads 0).
+// skippedCounts reads coredns_watchcache_updates_skipped_total by resource.
 func skippedCounts(t *testing.T) map[string]float64 {
 	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "coredns_watchcache_updates_skipped_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "resource" {
-					out[l.GetValue()] = m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return out
+	return byResource(t, "coredns_watchcache_updates_skipped_total")
 }
 
 // annotate adds an annotation to an object through get, change, update.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
 var (
@@ -33,7 +35,7 @@ func (e *e2e) checkNodeLocal(ctx context.Context) error {
 	for _, p := range []string{"load-glibc", "load-musl"} {
 		_ = e.n.client().CoreV1().Pods(appNS).Delete(ctx, p, metav1.DeleteOptions{})
 	}
-	root, err := repoRoot()
+	root, err := kubeapi.RepoRoot()
 	if err != nil {
 		return err
 	}

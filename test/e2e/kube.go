@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
 // kubectl runs kubectl with the admin kubeconfig; stdin may be nil.
@@ -154,7 +156,7 @@ func (n *node) importImage(ctx context.Context, tar string) error {
 // image tag, the kube-dns address inside the namespace's Service range, and
 // extra patches; it returns the directory for kubectl apply -k.
 func overlay(name, tree, tag string, extra string) (string, error) {
-	root, err := repoRoot()
+	root, err := kubeapi.RepoRoot()
 	if err != nil {
 		return "", err
 	}

@@ -110,7 +110,7 @@ func startNode(ctx context.Context, logf func(string, ...any)) (*node, error) {
 
 // findTools builds (once per version) and finds the cluster's binaries.
 func (n *node) findTools(ctx context.Context) error {
-	root, err := repoRoot()
+	root, err := kubeapi.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -503,23 +503,5 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, check func
 			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
 		case <-time.After(200 * time.Millisecond):
 		}
-	}
-}
-
-// repoRoot finds the repository's top directory from the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if exists(filepath.Join(dir, "hack", "tools.sh")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run make e2e from the repository")
-		}
-		dir = parent
 	}
 }

@@ -38,7 +38,7 @@ func binaries(ctx context.Context, opts Options) (etcd, apiServer string, err er
 	if opts.EtcdBinary != "" && opts.APIServerBinary != "" {
 		return opts.EtcdBinary, opts.APIServerBinary, nil
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", "", err
 	}
@@ -61,7 +61,7 @@ func binaries(ctx context.Context, opts Options) (etcd, apiServer string, err er
 // release as the API server, running hack/tools.sh first when it is not
 // built yet. The deploy tests render and dry-run manifests with it.
 func Kubectl(ctx context.Context) (string, error) {
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -136,10 +136,10 @@ func runToolsScript(ctx context.Context, root, dir string) error {
 	return nil
 }
 
-// repoRoot finds the repository by walking up from the working directory
+// RepoRoot finds the repository by walking up from the working directory
 // (a test runs in its package directory), then from this source file (a
 // command run from elsewhere, when built without -trimpath).
-func repoRoot() (string, error) {
+func RepoRoot() (string, error) {
 	starts := []string{}
 	if wd, err := os.Getwd(); err == nil {
 		starts = append(starts, wd)
