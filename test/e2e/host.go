@@ -120,18 +120,34 @@ func cleanHost() error {
 // host-network pods), those in the pods' cgroups, and any that names the
 // state directory. It repeats until none is left, for a few seconds.
 func killLeftovers() error {
-	var left []int
-	for range 50 {
-		left = runProcesses()
-		if len(left) == 0 {
-			return nil
-		}
+	killed := map[int]bool{}
+	for range 100 {
+		left := runProcesses()
 		for _, pid := range left {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed[pid] = true
+		}
+		// A killed process leaves the namespace and its cgroup before it
+		// is gone: wait until none of them is listed in /proc at all.
+		if len(left) == 0 && !anyExists(killed) {
+			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("processes of an e2e run would not die: %v", left)
+	if left := runProcesses(); len(left) > 0 {
+		return fmt.Errorf("processes of an e2e run would not die: %v", left)
+	}
+	return nil // a PID still listed was reused by another process
+}
+
+// anyExists tells whether any of the processes is still in /proc.
+func anyExists(pids map[int]bool) bool {
+	for pid := range pids {
+		if exists("/proc/" + strconv.Itoa(pid)) {
+			return true
+		}
+	}
+	return false
 }
 
 // runProcesses lists the PIDs that belong to a run.
