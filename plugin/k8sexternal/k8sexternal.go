@@ -78,7 +78,7 @@ func (e *External) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	}
 	svcs, rcode := e.backend.External(state, e.headless)
 	if len(svcs) == 0 && rcode == dns.RcodeNameError && e.Fall.Through(state.Name()) {
-		replies.Fallthrough.Inc()
+		results.Fallthrough.Inc()
 		return plugin.NextOrFailure(pluginName, e.Next, ctx, w, r)
 	}
 	if len(svcs) == 0 {
@@ -104,7 +104,7 @@ func (e *External) write(q *query, res reply) (int, error) {
 	if len(m.Answer) == 0 {
 		m.Ns = []dns.RR{e.soa(q.state.Zone)}
 	}
-	replies.Count(m.Rcode, len(m.Answer))
+	results.Count(m.Rcode, len(m.Answer))
 	if err := q.state.W.WriteMsg(m); err != nil {
 		return dns.RcodeServerFailure, err
 	}

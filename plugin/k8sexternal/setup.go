@@ -11,7 +11,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/upstream"
 	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
-	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
+	"github.com/schemadns/schemadns/plugin/pkg/stanza"
 )
 
 func init() { plugin.Register(pluginName, setup) }
@@ -76,7 +76,7 @@ func parse(c *caddy.Controller) (*External, error) {
 		if i > 0 {
 			return nil, c.Err("k8s_external can be used only once per server block")
 		}
-		zones, err := dnszone.ParseZones(c.RemainingArgs(), c.ServerBlockKeys)
+		zones, err := stanza.ParseZones(c.RemainingArgs(), c.ServerBlockKeys)
 		if err != nil {
 			return nil, c.Errf("%v", err)
 		}

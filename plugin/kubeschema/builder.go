@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"math"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
@@ -32,12 +32,9 @@ type builder struct {
 	k     *Kubeschema
 	cache cacheReader
 
-	mu    sync.Mutex
-	dirty map[string]watchcache.Event // by "<ns>/<svc>"
-	// dirtyNamespaces: a namespace's labels changed (namespace_labels).
-	dirtyNamespaces map[string]bool
-	// rangesDirty: a ServiceCIDR changed (reverse_cidrs auto).
-	rangesDirty bool
+	// marks are the services, namespaces and ranges changed since the
+	// last build.
+	marks changes.Tracker
 
 	// pending is the first snapshot while Prepare builds it; owned by the
 	// goroutine that runs the builder.
@@ -45,136 +42,111 @@ type builder struct {
 }
 
 func newBuilder(k *Kubeschema, h cacheReader) *builder {
-	return &builder{k: k, cache: h, dirty: map[string]watchcache.Event{}, dirtyNamespaces: map[string]bool{}}
+	return &builder{k: k, cache: h}
 }
 
-// Mark records a cache event (watchcache.Builder): quick, never blocks.
+// Mark records a cache event (changes.Builder): quick, never blocks.
 func (b *builder) Mark(ev watchcache.Event) bool {
-	b.mu.Lock()
 	switch ev.Resource {
 	case watchcache.Services, watchcache.EndpointSlices:
 		if ev.Service == "" {
-			b.mu.Unlock()
 			return false // a slice without a service-name label belongs to no service
 		}
-		key := ev.Namespace + "/" + ev.Service
-		if old, ok := b.dirty[key]; !ok || ev.Changed.Before(old.Changed) {
-			b.dirty[key] = ev // keep the oldest change: latency is measured from it
-		}
+		b.marks.Mark(changes.Key{Namespace: ev.Namespace, Name: ev.Service}, ev.Changed)
 	case watchcache.Namespaces:
 		if b.k.opts.namespaceLabels == nil {
-			b.mu.Unlock()
 			return false
 		}
-		b.dirtyNamespaces[ev.Namespace] = true
+		b.marks.MarkNamespace(ev.Namespace)
 	case watchcache.ServiceCIDRs:
-		b.rangesDirty = true
+		b.marks.MarkRanges()
 	default:
-		b.mu.Unlock()
 		return false
 	}
-	b.mu.Unlock()
 	return true
 }
 
 // Prepare applies what was marked to the first snapshot while the cache
-// syncs (watchcache.Preparer). Nobody reads that snapshot yet, so it is
-// changed in place, without the copies a published one needs.
+// syncs (changes.Preparer). Nobody reads that snapshot yet, so it is
+// changed in place, without the copies a published one needs. The ranges
+// are left to Publish, which publishes them whatever was marked.
 func (b *builder) Prepare() {
 	if b.pending == nil {
 		b.pending = dnszone.NewEdit(0)
 	}
-	dirty, namespaces := b.takeDirty()
-	b.apply(b.pending, dirty, namespaces)
+	marks := b.marks.Take()
+	b.apply(b.pending, &marks)
 }
 
 // Publish publishes the first snapshot once the cache has synced
-// (watchcache.Builder): the one Prepare built, with the last changes
+// (changes.Builder): the one Prepare built, with the last changes
 // applied, or else a full build.
 func (b *builder) Publish() {
-	b.takeRangesDirty()
 	b.k.publishRanges(b.cache)
 	if b.pending == nil {
-		b.takeDirty() // covered by the full build
+		b.marks.Take() // covered by the full build
 		b.k.Publish(b.fullBuild())
 		return
 	}
 	b.Prepare()
 	e := b.pending
 	b.pending = nil
-	e.SetSerial(dnszone.NextSerial(0))
+	e.SetSerial(changes.NextSerial(0))
 	b.k.Publish(e.Done())
-}
-
-func (b *builder) takeRangesDirty() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d := b.rangesDirty
-	b.rangesDirty = false
-	return d
-}
-
-func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, n := b.dirty, b.dirtyNamespaces
-	b.dirty, b.dirtyNamespaces = map[string]watchcache.Event{}, map[string]bool{}
-	return d, n
 }
 
 // fullBuild computes a snapshot from everything in the cache.
 func (b *builder) fullBuild() *dnszone.Snapshot {
-	e := dnszone.NewEdit(dnszone.NextSerial(0))
+	e := dnszone.NewEdit(changes.NextSerial(0))
 	for _, svc := range b.cache.Services() {
 		b.put(e, svc.Namespace(), svc)
 	}
 	return e.Done()
 }
 
-// Apply rebuilds the dirty services into a new snapshot and publishes it.
+// Apply rebuilds the marked services into a new snapshot and publishes it.
 func (b *builder) Apply() {
-	if b.takeRangesDirty() {
+	marks := b.marks.Take()
+	if marks.Ranges {
 		b.k.publishRanges(b.cache)
 	}
-	dirty, namespaces := b.takeDirty()
-	if len(dirty) == 0 && len(namespaces) == 0 {
+	if len(marks.Keys) == 0 && len(marks.Namespaces) == 0 {
 		return
 	}
 	old := b.k.Snapshot()
-	e := old.Edit(dnszone.NextSerial(old.Serial()))
-	if !b.apply(e, dirty, namespaces) {
-		return
+	e := old.Edit(changes.NextSerial(old.Serial()))
+	if !b.apply(e, &marks) {
+		return // namespaces changed that have no service
 	}
 	b.k.Publish(e.Done())
-	for _, ev := range dirty {
+	for key, changed := range marks.Keys {
 		kind := watchcache.HeadlessWithoutSelector
-		if svc := b.cache.Service(ev.Namespace, ev.Service); svc != nil {
+		if svc := b.cache.Service(key.Namespace, key.Name); svc != nil {
 			kind = svc.Kind
 		}
-		metrics.ObserveProgrammed(kind, ev)
+		metrics.ObserveProgrammed(kind, changed)
 	}
 }
 
-// apply rebuilds the dirty services, and every service of a namespace
-// whose labels changed, in e; false when there was nothing to rebuild.
-func (b *builder) apply(e *dnszone.Edit, dirty map[string]watchcache.Event, namespaces map[string]bool) bool {
-	if len(namespaces) > 0 {
+// apply rebuilds the marked services, and every service of a namespace
+// whose labels changed (added to marks.Keys), in e; false when there was
+// nothing to rebuild.
+func (b *builder) apply(e *dnszone.Edit, marks *changes.Set) bool {
+	if len(marks.Namespaces) > 0 {
+		now := time.Now()
 		for _, svc := range b.cache.Services() {
-			if namespaces[svc.Namespace()] {
-				key := svc.Namespace() + "/" + svc.Name()
-				if _, ok := dirty[key]; !ok {
-					dirty[key] = watchcache.Event{Resource: watchcache.Namespaces, Namespace: svc.Namespace(), Service: svc.Name(), Changed: time.Now()}
-				}
+			if marks.Namespaces[svc.Namespace()] {
+				marks.Add(changes.Key{Namespace: svc.Namespace(), Name: svc.Name()}, now)
 			}
 		}
 	}
-	for _, ev := range dirty {
-		if prev := e.Remove(ev.Service + "." + ev.Namespace); prev != nil {
+	for key := range marks.Keys {
+		if prev := e.Remove(key.Labels()); prev != nil {
 			e.RemovePTRs(prev)
 		}
-		b.put(e, ev.Namespace, b.cache.Service(ev.Namespace, ev.Service))
+		b.put(e, key.Namespace, b.cache.Service(key.Namespace, key.Name))
 	}
-	return len(dirty) > 0
+	return len(marks.Keys) > 0
 }
 
 // put adds svc's facts and PTR entries, if it is served and has a name.

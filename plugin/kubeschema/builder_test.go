@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
@@ -51,7 +52,7 @@ func TestApplyMatchesFullBuild(t *testing.T) {
 func dump(k *Kubeschema, s *dnszone.Snapshot) string {
 	var lines []string
 	for _, zone := range k.Zones {
-		if dnszone.IsReverse(zone) {
+		if dnsname.IsReverseZone(zone) {
 			continue
 		}
 		for _, svc := range s.Services() {

@@ -22,7 +22,7 @@ func (k *Kubeschema) Metadata(ctx context.Context, state request.Request) contex
 		k.clientMetadata(ctx, state.IP())
 	}
 	zi, _ := k.ZoneIndex(state.Name())
-	if zi < 0 || dnszone.IsReverse(k.Zones[zi]) {
+	if zi < 0 || dnsname.IsReverseZone(k.Zones[zi]) {
 		return ctx
 	}
 	rest, _ := dnsname.TrimZone(strings.ToLower(state.Name()), k.Zones[zi])
@@ -43,7 +43,7 @@ func (k *Kubeschema) Metadata(ctx context.Context, state request.Request) contex
 	set("namespace", namespace)
 	set("service", p.Service)
 	set("endpoint", p.Host)
-	port, _ := dnszone.SplitLast(p.Port)
+	port, _ := dnsname.SplitLast(p.Port)
 	set("port-name", strings.TrimPrefix(port, "_"))
 	set("protocol", strings.TrimPrefix(p.Proto, "_"))
 	if k.Zonal {

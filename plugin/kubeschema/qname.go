@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
-	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 )
 
 // podNameKind is what a name under pod.<zone> refers to; the rest of the
@@ -31,7 +30,7 @@ func parsePod(labels string) podName {
 	if labels == "" {
 		return podName{kind: namePodLabel}
 	}
-	left, ns := dnszone.SplitLast(labels)
+	left, ns := dnsname.SplitLast(labels)
 	if !dnsname.IsLabel(ns) {
 		return podName{}
 	}

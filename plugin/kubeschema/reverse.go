@@ -8,7 +8,6 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
-	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 )
 
 // reverseRanges is the reverse_cidrs option: the cluster's own address
@@ -38,7 +37,7 @@ func parseReverseCIDRs(args []string, zones []string) (reverseRanges, error) {
 			return r, fmt.Errorf("reverse_cidrs: %q is not a CIDR (or auto, first): %w", arg, err)
 		}
 		p = p.Masked()
-		if !slices.ContainsFunc(zones, func(z string) bool { return dnszone.IsReverse(z) && meets(z, p) }) {
+		if !slices.ContainsFunc(zones, func(z string) bool { return dnsname.IsReverseZone(z) && meets(z, p) }) {
 			return r, fmt.Errorf("reverse_cidrs: %s is outside every reverse zone kubeschema serves (%s): add its reverse zone to the stanza's zones", p, strings.Join(zones, " "))
 		}
 		r.fixed = append(r.fixed, p)

@@ -9,7 +9,9 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
 	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
-	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
+	"github.com/schemadns/schemadns/plugin/pkg/changes"
+	"github.com/schemadns/schemadns/plugin/pkg/compress"
+	"github.com/schemadns/schemadns/plugin/pkg/stanza"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -28,8 +30,8 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	k.upstream = upstream.New()
-	k.NSAddrs = dnszone.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
-	dnszone.InstallCompression(dnsserver.GetConfig(c))
+	k.NSAddrs = stanza.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
+	compress.Install(dnsserver.GetConfig(c))
 	c.OnStartup(k.start)
 	c.OnShutdown(k.Shutdown)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
@@ -54,7 +56,7 @@ func parse(c *caddy.Controller) (*Kubeschema, error) {
 		if i > 0 {
 			return nil, c.Err("kubeschema can be used only once per server block")
 		}
-		zones, err := dnszone.ParseZones(c.RemainingArgs(), c.ServerBlockKeys)
+		zones, err := stanza.ParseZones(c.RemainingArgs(), c.ServerBlockKeys)
 		if err != nil {
 			return nil, c.Errf("%v", err)
 		}
@@ -174,9 +176,9 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 
 // start connects to the shared cache (see dnszone.Server.Start).
 func (k *Kubeschema) start() error {
-	h, err := k.Start(watchcache.Consumer{
+	h, err := k.Start(changes.Consumer{
 		Config: k.cfg, Resources: k.resources(), StartupTimeout: k.opts.startupTimeout,
-		NewBuilder: func(h *watchcache.Handle) watchcache.Builder { return newBuilder(k, h) },
+		NewBuilder: func(h *watchcache.Handle) changes.Builder { return newBuilder(k, h) },
 	}, metrics)
 	if err != nil {
 		return err

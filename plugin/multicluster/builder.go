@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
@@ -32,13 +33,10 @@ type builder struct {
 	m     *Multicluster
 	cache cacheReader
 
-	mu sync.Mutex
-	// dirty imports by "<ns>/<name>", with the oldest change (latency is
-	// measured from it).
-	dirty map[string]watchcache.Event
-	// dirtyLocal are local services ("<ns>/<name>") whose addresses may
-	// have changed: they decide which import addresses get a PTR record.
-	dirtyLocal map[string]bool
+	// marks are the imports changed since the last build, and the local
+	// services whose addresses may have changed: they decide which import
+	// addresses get a PTR record.
+	marks changes.Tracker
 
 	// build serialises the builds: the consumer's goroutine runs Publish
 	// and Apply, the ClusterProperty watch setClusterID. What follows is
@@ -55,42 +53,35 @@ type builder struct {
 	ptrs       ptrIndex
 	// problems are the bad-input lines last logged for each import, so
 	// each is logged once while it lasts.
-	problems map[string][]string
+	problems map[changes.Key][]string
 }
 
 func newBuilder(m *Multicluster, c cacheReader) *builder {
-	return &builder{m: m, cache: c, dirty: map[string]watchcache.Event{}, dirtyLocal: map[string]bool{},
-		ptrs: newPtrIndex(), problems: map[string][]string{}}
+	return &builder{m: m, cache: c, ptrs: newPtrIndex(), problems: map[changes.Key][]string{}}
 }
 
-// Mark records a cache event (watchcache.Builder): quick, never blocks.
+// Mark records a cache event (changes.Builder): quick, never blocks.
 func (b *builder) Mark(ev watchcache.Event) bool {
-	b.mu.Lock()
 	switch ev.Resource {
 	case watchcache.ServiceImports, watchcache.EndpointSlices, watchcache.Services:
 	default:
-		b.mu.Unlock()
 		return false
 	}
 	if ev.Import != "" {
-		key := ev.Namespace + "/" + ev.Import
-		if old, ok := b.dirty[key]; !ok || ev.Changed.Before(old.Changed) {
-			b.dirty[key] = ev
-		}
+		b.marks.Mark(changes.Key{Namespace: ev.Namespace, Name: ev.Import}, ev.Changed)
 	}
 	if ev.Resource != watchcache.ServiceImports && ev.Service != "" {
-		b.dirtyLocal[ev.Namespace+"/"+ev.Service] = true
+		b.marks.MarkLocal(changes.Key{Namespace: ev.Namespace, Name: ev.Service})
 	}
-	b.mu.Unlock()
 	return true
 }
 
 // Publish builds the first snapshot from the synced cache
-// (watchcache.Builder); what was marked before is covered by it.
+// (changes.Builder); what was marked before is covered by it.
 func (b *builder) Publish() {
 	b.build.Lock()
 	defer b.build.Unlock()
-	b.takeDirty()
+	b.marks.Take()
 	b.m.Publish(b.fullBuild())
 	b.published = true
 }
@@ -107,34 +98,22 @@ func (b *builder) setClusterID(id string) {
 	if !b.published {
 		return
 	}
-	b.mu.Lock()
+	now := time.Now()
 	for _, imp := range b.cache.ServiceImports() {
 		if imp.Headless && imp.PreferClose {
-			ev := watchcache.Event{Resource: watchcache.ServiceImports, Namespace: imp.Namespace(), Import: imp.Name(), Changed: time.Now()}
-			if _, ok := b.dirty[imp.Key()]; !ok {
-				b.dirty[imp.Key()] = ev
-			}
+			b.marks.Mark(changes.Key{Namespace: imp.Namespace(), Name: imp.Name()}, now)
 		}
 	}
-	b.mu.Unlock()
 	b.apply()
-}
-
-func (b *builder) takeDirty() (map[string]watchcache.Event, map[string]bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	d, l := b.dirty, b.dirtyLocal
-	b.dirty, b.dirtyLocal = map[string]watchcache.Event{}, map[string]bool{}
-	return d, l
 }
 
 // fullBuild computes a snapshot from everything in the cache.
 func (b *builder) fullBuild() *dnszone.Snapshot {
-	e := dnszone.NewEdit(dnszone.NextSerial(0))
+	e := dnszone.NewEdit(changes.NextSerial(0))
 	b.ptrs = newPtrIndex()
 	b.ptrs.local.load(b.cache)
 	for _, imp := range b.cache.ServiceImports() {
-		b.put(e, imp.Namespace(), imp.Name(), imp)
+		b.put(e, changes.Key{Namespace: imp.Namespace(), Name: imp.Name()}, imp)
 	}
 	for ip := range b.ptrs.candidates {
 		if p := b.ptrs.served(ip); p != nil {
@@ -153,22 +132,22 @@ func (b *builder) Apply() {
 }
 
 func (b *builder) apply() {
-	dirty, local := b.takeDirty()
+	marks := b.marks.Take()
 	old := b.m.Snapshot()
 	var e *dnszone.Edit
 	edit := func() *dnszone.Edit {
 		if e == nil {
-			e = old.Edit(dnszone.NextSerial(old.Serial()))
+			e = old.Edit(changes.NextSerial(old.Serial()))
 		}
 		return e
 	}
 	affected := map[netip.Addr]bool{}
-	for key, ev := range dirty {
-		edit().Remove(ev.Import + "." + ev.Namespace)
+	for key := range marks.Keys {
+		edit().Remove(key.Labels())
 		mark(affected, b.ptrs.drop(key))
-		mark(affected, b.put(edit(), ev.Namespace, ev.Import, b.cache.ServiceImport(ev.Namespace, ev.Import)))
+		mark(affected, b.put(edit(), key, b.cache.ServiceImport(key.Namespace, key.Name)))
 	}
-	for key := range local {
+	for key := range marks.Local {
 		mark(affected, b.ptrs.reclaim(b.cache, key))
 	}
 	for ip := range affected {
@@ -186,8 +165,8 @@ func (b *builder) apply() {
 		return // a local change that concerns no import
 	}
 	b.m.Publish(e.Done())
-	for _, ev := range dirty {
-		metrics.ObserveProgrammed(b.kindOf(old, ev), ev)
+	for key, changed := range marks.Keys {
+		metrics.ObserveProgrammed(b.kindOf(old, key), changed)
 	}
 }
 
@@ -197,13 +176,12 @@ func mark(set map[netip.Addr]bool, ips []netip.Addr) {
 	}
 }
 
-// kindOf is the kind of the import an event belongs to; for a deleted
-// import, the kind it had.
-func (b *builder) kindOf(old *dnszone.Snapshot, ev watchcache.Event) watchcache.ServiceKind {
-	if imp := b.cache.ServiceImport(ev.Namespace, ev.Import); imp != nil {
+// kindOf is the kind of import key; for a deleted import, the kind it had.
+func (b *builder) kindOf(old *dnszone.Snapshot, key changes.Key) watchcache.ServiceKind {
+	if imp := b.cache.ServiceImport(key.Namespace, key.Name); imp != nil {
 		return importKind(imp)
 	}
-	if svc := old.Service(ev.Import + "." + ev.Namespace); svc != nil && svc.Kind() == dnszone.Headless {
+	if svc := old.Service(key.Labels()); svc != nil && svc.Kind() == dnszone.Headless {
 		return watchcache.MulticlusterHeadless
 	}
 	return watchcache.ClusterSetIP
@@ -218,13 +196,12 @@ func importKind(imp *watchcache.ServiceImport) watchcache.ServiceKind {
 
 // put adds imp's facts (if it has a name) to e and its PTR candidates to
 // the index; it returns the candidate addresses.
-func (b *builder) put(e *dnszone.Edit, ns, name string, imp *watchcache.ServiceImport) []netip.Addr {
-	key := ns + "/" + name
+func (b *builder) put(e *dnszone.Edit, key changes.Key, imp *watchcache.ServiceImport) []netip.Addr {
 	if imp == nil {
 		b.report(key, nil)
 		return nil
 	}
-	in := newInput(imp, b.cache.SlicesForImport(ns, name), b.localCluster(imp))
+	in := newInput(imp, b.cache.SlicesForImport(key.Namespace, key.Name), b.localCluster(imp))
 	b.report(key, in.problems)
 	svc := buildImport(in)
 	if svc == nil {
@@ -257,7 +234,7 @@ func (b *builder) localCluster(imp *watchcache.ServiceImport) string {
 
 // report logs the import's problems that were not there at its last
 // build: each bad input is logged once while it lasts.
-func (b *builder) report(key string, problems []string) {
+func (b *builder) report(key changes.Key, problems []string) {
 	seen := b.problems[key]
 	for _, p := range problems {
 		if !slices.Contains(seen, p) {
@@ -281,13 +258,13 @@ type ptrIndex struct {
 	// sorted by target name: the first one is served.
 	candidates map[netip.Addr][]ptrRecord
 	// owned lists each import's addresses in candidates.
-	owned map[string][]netip.Addr
+	owned map[changes.Key][]netip.Addr
 	// local are the addresses this cluster names.
 	local localAddrs
 }
 
 func newPtrIndex() ptrIndex {
-	return ptrIndex{candidates: map[netip.Addr][]ptrRecord{}, owned: map[string][]netip.Addr{}, local: newLocalAddrs()}
+	return ptrIndex{candidates: map[netip.Addr][]ptrRecord{}, owned: map[changes.Key][]netip.Addr{}, local: newLocalAddrs()}
 }
 
 // add makes p a candidate for ip.
@@ -299,7 +276,7 @@ func (x *ptrIndex) add(ip netip.Addr, p ptrRecord) {
 }
 
 // drop removes the candidates of an import and returns their addresses.
-func (x *ptrIndex) drop(imp string) []netip.Addr {
+func (x *ptrIndex) drop(imp changes.Key) []netip.Addr {
 	ips := x.owned[imp]
 	for _, ip := range ips {
 		kept := slices.DeleteFunc(slices.Clone(x.candidates[ip]), func(p ptrRecord) bool { return p.imp == imp })
@@ -315,7 +292,7 @@ func (x *ptrIndex) drop(imp string) []netip.Addr {
 
 // reclaim looks at a local service again and returns the candidate
 // addresses whose claim changed: those it took and those it gave up.
-func (x *ptrIndex) reclaim(c cacheReader, key string) []netip.Addr {
+func (x *ptrIndex) reclaim(c cacheReader, key changes.Key) []netip.Addr {
 	return slices.DeleteFunc(x.local.reread(c, key), func(ip netip.Addr) bool {
 		_, ok := x.candidates[ip]
 		return !ok

@@ -3,8 +3,8 @@ package multicluster
 import (
 	"net/netip"
 	"slices"
-	"strings"
 
+	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -16,15 +16,15 @@ import (
 // per address) cost a kubeschema-only process ~30 MB at 100k endpoints,
 // and only this plugin needs it. Owned by the builder's goroutine.
 type localAddrs struct {
-	// byService are the addresses of each local service ("<ns>/<name>"),
+	// byService are the addresses of each local service,
 	// sorted and unique, as last read: what a change takes back.
-	byService map[string][]netip.Addr
+	byService map[changes.Key][]netip.Addr
 	// claims counts the services that name each address.
 	claims map[netip.Addr]int32
 }
 
 func newLocalAddrs() localAddrs {
-	return localAddrs{byService: map[string][]netip.Addr{}, claims: map[netip.Addr]int32{}}
+	return localAddrs{byService: map[changes.Key][]netip.Addr{}, claims: map[netip.Addr]int32{}}
 }
 
 // claimed tells whether a local service names ip.
@@ -33,14 +33,14 @@ func (l *localAddrs) claimed(ip netip.Addr) bool { return l.claims[ip] > 0 }
 // load reads every local service and slice; a slice whose service does not
 // exist (yet) still names its addresses, as it did in the cache's index.
 func (l *localAddrs) load(c cacheReader) {
-	all := map[string][]netip.Addr{}
+	all := map[changes.Key][]netip.Addr{}
 	for _, svc := range c.Services() {
-		key := svc.Namespace() + "/" + svc.Name()
+		key := changes.Key{Namespace: svc.Namespace(), Name: svc.Name()}
 		all[key] = append(all[key], svc.ClusterIPs...)
 	}
 	for _, s := range c.EndpointSlices() {
 		if isLocal(s) {
-			key := s.Namespace() + "/" + s.Service
+			key := changes.Key{Namespace: s.Namespace(), Name: s.Service}
 			all[key] = appendEndpointAddrs(all[key], s)
 		}
 	}
@@ -51,13 +51,12 @@ func (l *localAddrs) load(c cacheReader) {
 
 // reread looks at the local service key again and returns the addresses
 // it took or gave up.
-func (l *localAddrs) reread(c cacheReader, key string) []netip.Addr {
-	ns, name, _ := strings.Cut(key, "/")
+func (l *localAddrs) reread(c cacheReader, key changes.Key) []netip.Addr {
 	var addrs []netip.Addr
-	if svc := c.Service(ns, name); svc != nil {
+	if svc := c.Service(key.Namespace, key.Name); svc != nil {
 		addrs = append(addrs, svc.ClusterIPs...)
 	}
-	for _, s := range c.SlicesForService(ns, name) {
+	for _, s := range c.SlicesForService(key.Namespace, key.Name) {
 		if isLocal(s) {
 			addrs = appendEndpointAddrs(addrs, s)
 		}
@@ -66,7 +65,7 @@ func (l *localAddrs) reread(c cacheReader, key string) []netip.Addr {
 }
 
 // set makes addrs the addresses of key and returns those that changed.
-func (l *localAddrs) set(key string, addrs []netip.Addr) []netip.Addr {
+func (l *localAddrs) set(key changes.Key, addrs []netip.Addr) []netip.Addr {
 	slices.SortFunc(addrs, netip.Addr.Compare)
 	addrs = slices.Clip(slices.Compact(addrs))
 	before := l.byService[key]

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	"github.com/schemadns/schemadns/plugin/pkg/changes"
 )
 
 // TestLocalAddrsClaims follows the claim count of addresses that two local
@@ -13,22 +15,22 @@ func TestLocalAddrsClaims(t *testing.T) {
 	a, b, c := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("fd00::1")
 	l := newLocalAddrs()
 	steps := []struct {
-		key     string
+		name    string
 		addrs   []netip.Addr
 		changed []netip.Addr
 		claimed []netip.Addr
 	}{
-		{"ns/x", []netip.Addr{b, a, a}, []netip.Addr{a, b}, []netip.Addr{a, b}},
-		{"ns/y", []netip.Addr{a, c}, []netip.Addr{a, c}, []netip.Addr{a, b, c}},
-		{"ns/x", []netip.Addr{b}, []netip.Addr{a}, []netip.Addr{a, b, c}},
-		{"ns/y", nil, []netip.Addr{a, c}, []netip.Addr{b}},
-		{"ns/x", nil, []netip.Addr{b}, nil},
+		{"x", []netip.Addr{b, a, a}, []netip.Addr{a, b}, []netip.Addr{a, b}},
+		{"y", []netip.Addr{a, c}, []netip.Addr{a, c}, []netip.Addr{a, b, c}},
+		{"x", []netip.Addr{b}, []netip.Addr{a}, []netip.Addr{a, b, c}},
+		{"y", nil, []netip.Addr{a, c}, []netip.Addr{b}},
+		{"x", nil, []netip.Addr{b}, nil},
 	}
 	for i, s := range steps {
-		changed := l.set(s.key, slices.Clone(s.addrs))
+		changed := l.set(changes.Key{Namespace: "ns", Name: s.name}, slices.Clone(s.addrs))
 		slices.SortFunc(changed, netip.Addr.Compare)
 		if !slices.Equal(changed, s.changed) {
-			t.Errorf("step %d: set(%s, %v) changed %v, want %v", i, s.key, s.addrs, changed, s.changed)
+			t.Errorf("step %d: set(%s, %v) changed %v, want %v", i, s.name, s.addrs, changed, s.changed)
 		}
 		for _, ip := range []netip.Addr{a, b, c} {
 			if got, want := l.claimed(ip), slices.Contains(s.claimed, ip); got != want {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
@@ -59,7 +60,7 @@ func (m *Multicluster) Follow(dnszone.Query, string) (dnszone.Result, bool) {
 // makes sure there is one.
 func (m *Multicluster) forwardZone() string {
 	for _, z := range m.Zones {
-		if !dnszone.IsReverse(z) {
+		if !dnsname.IsReverseZone(z) {
 			return z
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
@@ -245,7 +246,7 @@ func hostname(ep watchcache.EndpointAddr) string {
 // ptrRecord is one candidate PTR record: endpoint ep of an import's facts
 // (the import's own name for a ClusterSetIP), and the name it points to.
 type ptrRecord struct {
-	imp    string // "<ns>/<name>"
+	imp    changes.Key
 	svc    *dnszone.Service
 	ep     int
 	target string
@@ -254,7 +255,7 @@ type ptrRecord struct {
 // ptrRecords are the PTR records an import would give under zone: each
 // clusterset IP to the service name, each named headless endpoint to its
 // host name.
-func ptrRecords(key string, svc *dnszone.Service, zone string) map[netip.Addr]ptrRecord {
+func ptrRecords(key changes.Key, svc *dnszone.Service, zone string) map[netip.Addr]ptrRecord {
 	out := map[netip.Addr]ptrRecord{}
 	name := dnszone.ServiceName(svc, zone)
 	for i := range svc.NumEndpoints() {

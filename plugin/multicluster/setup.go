@@ -8,8 +8,10 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
+	"github.com/schemadns/schemadns/plugin/pkg/changes"
+	"github.com/schemadns/schemadns/plugin/pkg/compress"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
-	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
+	"github.com/schemadns/schemadns/plugin/pkg/stanza"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -27,8 +29,8 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	m.NSAddrs = dnszone.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
-	dnszone.InstallCompression(dnsserver.GetConfig(c))
+	m.NSAddrs = stanza.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
+	compress.Install(dnsserver.GetConfig(c))
 	c.OnStartup(m.start)
 	c.OnShutdown(m.Shutdown)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
@@ -53,7 +55,7 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 		if i > 0 {
 			return nil, c.Err("multicluster can be used only once per server block")
 		}
-		zones, err := dnszone.ParseZones(c.RemainingArgs(), []string{defaultZone})
+		zones, err := stanza.ParseZones(c.RemainingArgs(), []string{defaultZone})
 		if err != nil {
 			return nil, c.Errf("%v", err)
 		}
@@ -119,9 +121,9 @@ func (m *Multicluster) start() error {
 			return err
 		}
 	}
-	_, err := m.Start(watchcache.Consumer{
+	_, err := m.Start(changes.Consumer{
 		Config: m.cfg, Resources: watched, StartupTimeout: m.startupTimeout,
-		NewBuilder: func(h *watchcache.Handle) watchcache.Builder {
+		NewBuilder: func(h *watchcache.Handle) changes.Builder {
 			b := newBuilder(m, h)
 			b.clusterID = m.clusterID
 			if m.learnt != nil {

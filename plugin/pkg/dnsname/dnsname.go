@@ -235,3 +235,18 @@ func DashedIsLabel(a netip.Addr) bool {
 	b := a.AppendTo(buf[:0])
 	return len(b) > 0 && b[0] != ':' && b[len(b)-1] != ':' && a.Zone() == ""
 }
+
+// SplitLast returns the labels before the last one, and the last one.
+func SplitLast(s string) (rest, last string) {
+	i := strings.LastIndexByte(s, '.')
+	if i < 0 {
+		return "", s
+	}
+	return s[:i], s[i+1:]
+}
+
+// IsReverseZone tells whether zone (fully qualified, lower case) is under
+// in-addr.arpa or ip6.arpa.
+func IsReverseZone(zone string) bool {
+	return strings.HasSuffix(zone, "in-addr.arpa.") || strings.HasSuffix(zone, "ip6.arpa.")
+}

@@ -3,6 +3,7 @@ package dnszone
 import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -11,7 +12,7 @@ import (
 // first snapshot; after that, serving starts anyway (with SERVFAIL until
 // the cache syncs) and the reason stays in the log. It returns the handle
 // on the cache, for reads at query time; for the plugin's OnStartup.
-func (srv *Server) Start(c watchcache.Consumer, m *Metrics) (*watchcache.Handle, error) {
+func (srv *Server) Start(c changes.Consumer, m *Metrics) (*watchcache.Handle, error) {
 	c.Synced, c.Published = m.Synced, srv.Ready
 	started, err := c.Start()
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/schemadns/schemadns/plugin/pkg/replies"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -15,7 +16,7 @@ import (
 type Metrics struct {
 	plugin string
 	// Replies counts the answers ServeDNS writes (requests by result).
-	Replies *Counters
+	Replies *replies.Counters
 	// Synced keeps the synced gauge at 1 while any instance serves a
 	// synced snapshot (reload-safe).
 	Synced *instanceGauge
@@ -43,10 +44,11 @@ func NewMetrics(pluginName string) *Metrics {
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "synced",
 		Help: "1 once the cache has synced and the first answers are built.",
 	})
-	return &Metrics{plugin: pluginName, Replies: NewCounters(requests), Synced: newInstanceGauge(synced)}
+	return &Metrics{plugin: pluginName, Replies: replies.New(requests), Synced: newInstanceGauge(synced)}
 }
 
-// ObserveProgrammed records one change of a service of kind now served.
-func (m *Metrics) ObserveProgrammed(kind watchcache.ServiceKind, ev watchcache.Event) {
-	programming.WithLabelValues(m.plugin, string(kind)).Observe(time.Since(ev.Changed).Seconds())
+// ObserveProgrammed records that a service of kind changed at changed is
+// now served.
+func (m *Metrics) ObserveProgrammed(kind watchcache.ServiceKind, changed time.Time) {
+	programming.WithLabelValues(m.plugin, string(kind)).Observe(time.Since(changed).Seconds())
 }

@@ -65,7 +65,7 @@ func ParseName(rest string) Name {
 	if strings.IndexByte(rest, '\\') >= 0 || len(rest) > 253 || rest[0] == '.' || strings.Contains(rest, "..") {
 		return Name{}
 	}
-	labels, top := SplitLast(rest)
+	labels, top := dnsname.SplitLast(rest)
 	switch top {
 	case "dns-version":
 		if labels == "" {
@@ -91,14 +91,14 @@ func parseService(labels string) Name {
 	if labels == "" {
 		return Name{Kind: NameSvcLabel}
 	}
-	left, ns := SplitLast(labels)
+	left, ns := dnsname.SplitLast(labels)
 	if !dnsname.IsLabel(ns) {
 		return Name{}
 	}
 	if left == "" {
 		return Name{Kind: NameNamespace, Namespace: ns}
 	}
-	prefix, svc := SplitLast(left)
+	prefix, svc := dnsname.SplitLast(left)
 	if !dnsname.IsLabel(svc) {
 		return Name{}
 	}
@@ -107,7 +107,7 @@ func parseService(labels string) Name {
 		return n
 	}
 	n.Key = labels[len(prefix)+1:]
-	first, last := SplitLast(prefix)
+	first, last := dnsname.SplitLast(prefix)
 	switch {
 	case first == "" && isUnderscored(last):
 		n.Kind, n.Proto = NameProto, last
@@ -125,7 +125,7 @@ func parseService(labels string) Name {
 // "<topology-zone>.pin" or "<topology-zone>.prefer". Any other directive
 // is no name (NXDOMAIN, as in stock CoreDNS).
 func zonal(n Name, directive string) Name {
-	zone, d := SplitLast(directive)
+	zone, d := dnsname.SplitLast(directive)
 	if zone == "" {
 		return Name{}
 	}
@@ -142,12 +142,3 @@ func zonal(n Name, directive string) Name {
 
 // isUnderscored: "_" followed by a valid label (an SRV service or proto).
 func isUnderscored(s string) bool { return len(s) > 1 && s[0] == '_' && dnsname.IsLabel(s[1:]) }
-
-// SplitLast returns the labels before the last one, and the last one.
-func SplitLast(s string) (rest, last string) {
-	i := strings.LastIndexByte(s, '.')
-	if i < 0 {
-		return "", s
-	}
-	return s[:i], s[i+1:]
-}

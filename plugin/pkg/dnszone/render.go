@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 )
 
 // Timers of the SOA, as CoreDNS's kubernetes plugin has them.
@@ -62,7 +63,7 @@ func (srv *Server) names(zi int) zoneNames {
 // nsName is the nameserver's name for zone: ns.dns.<zone> of the first
 // forward zone (reverse zones point there too).
 func (srv *Server) nsName(zone string) string {
-	if IsReverse(zone) {
+	if dnsname.IsReverseZone(zone) {
 		zone = srv.forwardZone()
 	}
 	return "ns.dns." + zone
@@ -88,7 +89,7 @@ func (srv *Server) apex(q *Query) Result {
 		return Result{Answer: []dns.RR{soa()}}
 	case dns.TypeNS:
 		var extra []dns.RR
-		if !IsReverse(srv.Zones[q.Zone]) {
+		if !dnsname.IsReverseZone(srv.Zones[q.Zone]) {
 			extra = srv.nsAddrRecords(srv.nsName(srv.Zones[q.Zone]), true, true)
 		}
 		return Result{Answer: []dns.RR{ns()}, Extra: extra}
@@ -359,11 +360,6 @@ func (srv *Server) zoneOf(zone string) int {
 		}
 	}
 	return -1
-}
-
-// IsReverse tells whether zone is under in-addr.arpa or ip6.arpa.
-func IsReverse(zone string) bool {
-	return strings.HasSuffix(zone, "in-addr.arpa.") || strings.HasSuffix(zone, "ip6.arpa.")
 }
 
 // NewAddrRecord is an A or AAAA record of ip owned by name.

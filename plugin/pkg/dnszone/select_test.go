@@ -11,6 +11,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/schemadns/schemadns/plugin/pkg/replies"
 )
 
 // serveOne answers one question from a snapshot of svcs, as ServeDNS does.
@@ -27,7 +28,7 @@ func serveOne(t *testing.T, srv *Server, name string, qtype uint16) *dns.Msg {
 
 func testServer(zonal bool, svcs ...*Service) *Server {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "replies"}, []string{"outcome"})
-	srv := &Server{Plugin: "test", Zones: []string{"cluster.local."}, TTL: 5, Replies: NewCounters(vec), Zonal: zonal}
+	srv := &Server{Plugin: "test", Zones: []string{"cluster.local."}, TTL: 5, Replies: replies.New(vec), Zonal: zonal}
 	e := NewEdit(1)
 	for _, s := range svcs {
 		e.Put(s)

@@ -13,6 +13,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/fall"
 	"github.com/miekg/dns"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
+	"github.com/schemadns/schemadns/plugin/pkg/replies"
 )
 
 // Schema is what a plugin adds to the common grammar.
@@ -44,7 +45,7 @@ type Server struct {
 	// Version is the schema version dns-version.<zone> answers.
 	Version string
 	Schema  Schema
-	Replies *Counters
+	Replies *replies.Counters
 	// Zonal serves the zone-scoped names of headless services
 	// (<zone>.pin._zone.<svc>.<ns>.svc.<zone>, and prefer).
 	Zonal bool
@@ -152,7 +153,7 @@ func (srv *Server) OwnedRanges() []netip.Prefix {
 // an owned range.
 func (srv *Server) ownsReverse(q *Query) bool {
 	ranges := srv.owned.Load()
-	if ranges == nil || !IsReverse(srv.Zones[q.Zone]) {
+	if ranges == nil || !dnsname.IsReverseZone(srv.Zones[q.Zone]) {
 		return false
 	}
 	ip, ok := dnsname.ReverseAddr(q.Lower)
@@ -206,7 +207,7 @@ func (srv *Server) write(q *Query, res Result) (int, error) {
 
 // lookup answers one name of q's zone: rest is the part before the zone.
 func (srv *Server) lookup(q *Query, rest string) Result {
-	if IsReverse(srv.Zones[q.Zone]) {
+	if dnsname.IsReverseZone(srv.Zones[q.Zone]) {
 		return srv.lookupReverse(q, rest)
 	}
 	n := ParseName(rest)
@@ -374,7 +375,7 @@ func (srv *Server) aliasAnswer(q *Query, svc *Service) Result {
 // reverse zones name its nameserver.
 func (srv *Server) forwardZone() string {
 	for _, z := range srv.Zones {
-		if !IsReverse(z) {
+		if !dnsname.IsReverseZone(z) {
 			return z
 		}
 	}

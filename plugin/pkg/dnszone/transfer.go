@@ -3,6 +3,7 @@ package dnszone
 import (
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/miekg/dns"
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 )
 
 // Transfer implements transfer.Transferer: AXFR of a forward zone from the
@@ -12,7 +13,7 @@ import (
 func (srv *Server) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	snap := srv.snap.Load()
 	zi := srv.zoneOf(zone)
-	if zi < 0 || snap == nil || IsReverse(zone) {
+	if zi < 0 || snap == nil || dnsname.IsReverseZone(zone) {
 		return nil, transfer.ErrNotAuthoritative
 	}
 	soaRR := srv.soa(snap, zi, zone)

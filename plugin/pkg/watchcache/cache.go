@@ -7,7 +7,7 @@
 //
 // Objects are converted into small immutable structs before they are
 // stored (objects.go). Consumers read through lookups backed by indexes and
-// subscribe to change events to rebuild precomputed answers.
+// subscribe to change events (package changes turns them into snapshots).
 package watchcache
 
 import (
@@ -97,17 +97,18 @@ type Handle struct {
 // Acquire returns a Handle on the cache for cfg, creating it on first use,
 // and makes sure the resources in resources are watched.
 func Acquire(cfg Config, resources Resources) (*Handle, error) {
-	h, _, _, err := acquireSubscribed(cfg, resources, nil)
+	h, _, _, err := AcquireSubscribed(cfg, resources, nil)
 	return h, err
 }
 
-// acquireSubscribed is Acquire with a subscriber: subscribe (when not
-// nil) is given the handle before any informer starts and returns the
-// function to call for every change, so that it sees an event for every
-// object the informers it starts list; fresh tells whether every resource
-// of resources was started by this call. A cache another consumer started is
-// not fresh. subscribe runs with the registry locked: it must not block.
-func acquireSubscribed(cfg Config, resources Resources, subscribe func(*Handle) func(Event)) (h *Handle, unsubscribe func(), fresh bool, err error) {
+// AcquireSubscribed is Acquire with a subscriber (for changes.Consumer):
+// subscribe (when not nil) is given the handle before any informer starts
+// and returns the function to call for every change, so that it sees an
+// event for every object the informers it starts list; fresh tells whether
+// every resource of resources was started by this call. A cache another
+// consumer started is not fresh. subscribe runs with the registry locked:
+// it must not block.
+func AcquireSubscribed(cfg Config, resources Resources, subscribe func(*Handle) func(Event)) (h *Handle, unsubscribe func(), fresh bool, err error) {
 	registry.Lock()
 	defer registry.Unlock()
 	c, ok := registry.caches[cfg.key()]

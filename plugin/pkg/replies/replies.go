@@ -1,4 +1,6 @@
-package dnszone
+// Package replies counts a plugin's replies by result, the one label of
+// its coredns_<plugin>_requests_total.
+package replies
 
 import (
 	"github.com/miekg/dns"
@@ -16,8 +18,8 @@ type Counters struct {
 	Fallthrough, Refused, NotSynced prometheus.Counter
 }
 
-// NewCounters takes vec's children, vec having the one label "result".
-func NewCounters(vec *prometheus.CounterVec) *Counters {
+// New takes vec's children, vec having the one label "result".
+func New(vec *prometheus.CounterVec) *Counters {
 	return &Counters{success: vec.WithLabelValues("success"), nodata: vec.WithLabelValues("nodata"),
 		nxdomain: vec.WithLabelValues("nxdomain"), failed: vec.WithLabelValues("error"),
 		Fallthrough: vec.WithLabelValues("fallthrough"), Refused: vec.WithLabelValues("refused"),

@@ -1,4 +1,6 @@
-package dnszone
+// Package compress makes a server block compress the replies that need it
+// (see Install).
+package compress
 
 import (
 	"context"
@@ -28,10 +30,10 @@ import (
 // costs more than it saves.
 const compressMinRecords = 4
 
-// InstallCompression makes the server block of cfg compress its replies.
+// Install makes the server block of cfg compress its replies.
 // Installing it twice (two plugins of one block) is harmless: the second
 // finds the writer already swapped.
-func InstallCompression(cfg *dnsserver.Config) {
+func Install(cfg *dnsserver.Config) {
 	first := func(next plugin.Handler) plugin.Handler { return compressFirst{next: next} }
 	cfg.Plugin = append([]plugin.Plugin{first}, cfg.Plugin...)
 }
@@ -39,7 +41,7 @@ func InstallCompression(cfg *dnsserver.Config) {
 // compressFirst is the chain's first handler.
 type compressFirst struct{ next plugin.Handler }
 
-func (c compressFirst) Name() string { return "dnszone_compress" }
+func (c compressFirst) Name() string { return "schemadns_compress" }
 
 func (c compressFirst) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	if c.next == nil {

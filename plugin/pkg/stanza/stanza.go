@@ -1,11 +1,13 @@
-package dnszone
+// Package stanza holds what the schema plugins' setup shares in reading a
+// Corefile stanza: its zones, and the addresses its server block listens
+// on (which the server's own name answers with).
+package stanza
 
 import (
 	"fmt"
 	"net"
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/miekg/dns"
@@ -53,14 +55,4 @@ func ListenAddrs(hosts []string) []netip.Addr {
 		out = append(out, netip.MustParseAddr("127.0.0.1"))
 	}
 	return out
-}
-
-// NextSerial is a SOA serial newer than prev: the current Unix time, or
-// prev+1 when changes come faster than once a second.
-func NextSerial(prev uint32) uint32 {
-	now := uint32(time.Now().Unix())
-	if now <= prev {
-		return prev + 1
-	}
-	return now
 }

@@ -1,17 +1,19 @@
-package watchcache
+package changes
 
 import (
 	"context"
 	"time"
+
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
-// Builder keeps a plugin instance's precomputed answers current with the
-// cache. One goroutine calls Publish and Apply; Mark is called from the
-// cache's event delivery.
+// Builder keeps a plugin instance's snapshot current with the cache. One
+// goroutine calls Publish and Apply; Mark is called from the cache's event
+// delivery (the informers' goroutines).
 type Builder interface {
 	// Mark records a change, quickly and without blocking, and reports
 	// whether it needs a rebuild.
-	Mark(Event) bool
+	Mark(watchcache.Event) bool
 	// Publish builds everything from the synced cache and publishes it.
 	Publish()
 	// Apply rebuilds what Mark recorded and publishes the result.
@@ -32,22 +34,22 @@ type Preparer interface {
 // cache has synced and keep it current, and count the instance in Synced
 // while it serves.
 type Consumer struct {
-	Config    Config
-	Resources Resources
+	Config    watchcache.Config
+	Resources watchcache.Resources
 	// StartupTimeout bounds how long Start waits for the first snapshot.
 	StartupTimeout time.Duration
 	// Synced counts the instances serving a synced snapshot: Up when the
 	// first snapshot is out, and the function it returns at Stop.
 	Synced interface{ Up() (down func()) }
 	// NewBuilder makes the instance's builder over the acquired cache.
-	NewBuilder func(*Handle) Builder
+	NewBuilder func(*watchcache.Handle) Builder
 	// Published tells whether the first snapshot is out.
 	Published func() bool
 }
 
 // Started is a running consumer.
 type Started struct {
-	Handle *Handle
+	Handle *watchcache.Handle
 	// Stop ends the build loop, takes the instance out of Synced and
 	// releases the cache; for the plugin's OnShutdown.
 	Stop func()
@@ -62,9 +64,9 @@ type Started struct {
 func (c Consumer) Start() (*Started, error) {
 	var b Builder
 	wake := make(chan struct{}, 1)
-	h, unsubscribe, fresh, err := acquireSubscribed(c.Config, c.Resources, func(h *Handle) func(Event) {
+	h, unsubscribe, fresh, err := watchcache.AcquireSubscribed(c.Config, c.Resources, func(h *watchcache.Handle) func(watchcache.Event) {
 		b = c.NewBuilder(h)
-		return func(ev Event) {
+		return func(ev watchcache.Event) {
 			if b.Mark(ev) {
 				select {
 				case wake <- struct{}{}:
@@ -112,9 +114,12 @@ func (c Consumer) Start() (*Started, error) {
 	return s, nil
 }
 
+// syncPoll paces the wait for the cache's sync while nothing is marked.
+const syncPoll = 50 * time.Millisecond
+
 // prepareUntilSynced waits for the cache to sync, letting prep (when not
 // nil) apply changes as they arrive; false when ctx ends first.
-func (c Consumer) prepareUntilSynced(ctx context.Context, h *Handle, prep Preparer, wake <-chan struct{}) bool {
+func (c Consumer) prepareUntilSynced(ctx context.Context, h *watchcache.Handle, prep Preparer, wake <-chan struct{}) bool {
 	if prep == nil {
 		return h.WaitForSync(ctx, c.Resources) == nil
 	}
@@ -124,14 +129,14 @@ func (c Consumer) prepareUntilSynced(ctx context.Context, h *Handle, prep Prepar
 			return false
 		case <-wake:
 			prep.Prepare()
-		case <-h.syncTick():
+		case <-time.After(syncPoll):
 		}
 	}
 	return true
 }
 
 // waitPublished waits for the first snapshot, up to the startup timeout.
-func (c Consumer) waitPublished(ctx context.Context, h *Handle) error {
+func (c Consumer) waitPublished(ctx context.Context, h *watchcache.Handle) error {
 	wait, cancel := context.WithTimeout(ctx, c.StartupTimeout)
 	defer cancel()
 	if err := h.WaitForSync(wait, c.Resources); err != nil {
