@@ -154,7 +154,7 @@ func (b *builder) put(e *dnszone.Edit, ns string, svc *watchcache.Service) {
 	if svc == nil || !b.k.serves(b.cache, ns) {
 		return
 	}
-	facts := buildService(b.input(svc), &b.k.opts)
+	facts := serviceFacts(b.input(svc), &b.k.opts)
 	if facts == nil {
 		return
 	}
@@ -196,9 +196,9 @@ func (b *builder) input(svc *watchcache.Service) buildInput {
 	return in
 }
 
-// buildService computes the facts of in; nil when the service has no
+// serviceFacts computes the facts of in; nil when the service has no
 // name in DNS.
-func buildService(in buildInput, o *options) *dnszone.Service {
+func serviceFacts(in buildInput, o *options) *dnszone.Facts {
 	svc := in.svc
 	key := svc.Name() + "." + svc.Namespace()
 	switch svc.Kind {
@@ -218,7 +218,7 @@ func buildService(in buildInput, o *options) *dnszone.Service {
 		// zonal it is kept, empty, for its zonal names: NODATA, as stock.
 		return nil
 	}
-	eps := make([]dnszone.Endpoint, 0, len(in.endpoints))
+	eps := make([]dnszone.EndpointFacts, 0, len(in.endpoints))
 	var zones zoneGroups
 	for _, ep := range in.endpoints {
 		// The dashed address is not kept: derived again when needed.
@@ -270,14 +270,14 @@ func (z *zoneGroups) of(zone string) uint8 {
 // ports are a service's ports for SRV records; a headless service's
 // clients connect to its endpoints' port numbers (slicePorts) when the
 // slices have them.
-func ports(ps []watchcache.Port, slicePorts map[string]int32) []dnszone.Port {
-	out := make([]dnszone.Port, 0, len(ps))
+func ports(ps []watchcache.Port, slicePorts map[string]int32) []dnszone.SRVPort {
+	out := make([]dnszone.SRVPort, 0, len(ps))
 	for _, p := range ps {
 		number := p.Port
 		if n, ok := slicePorts[p.Name+"/"+p.Protocol]; ok {
 			number = n
 		}
-		out = append(out, dnszone.Port{Name: p.Name, Proto: p.Protocol, Number: uint16(number)})
+		out = append(out, dnszone.SRVPort{Name: p.Name, Proto: p.Protocol, Number: uint16(number)})
 	}
 	return out
 }

@@ -203,7 +203,7 @@ func (b *builder) put(e *dnszone.Edit, key changes.Key, imp *watchcache.ServiceI
 	}
 	in := newInput(imp, b.cache.SlicesForImport(key.Namespace, key.Name), b.localCluster(imp))
 	b.report(key, in.problems)
-	svc := buildImport(in)
+	svc := importFacts(in)
 	if svc == nil {
 		return nil
 	}

@@ -147,9 +147,9 @@ func protocol(p string) string {
 	return p
 }
 
-// buildImport computes the facts of in; nil when the import has no name
+// importFacts computes the facts of in; nil when the import has no name
 // in DNS.
-func buildImport(in importInput) *dnszone.Service {
+func importFacts(in importInput) *dnszone.Facts {
 	imp := in.imp
 	key := imp.Name() + "." + imp.Namespace()
 	if !imp.Headless {
@@ -162,7 +162,7 @@ func buildImport(in importInput) *dnszone.Service {
 		return nil // no ready endpoint in any cluster: NXDOMAIN
 	}
 	g := newGroups(imp.Ports, in.slicePorts, in.local)
-	eps := make([]dnszone.Endpoint, 0, len(in.endpoints))
+	eps := make([]dnszone.EndpointFacts, 0, len(in.endpoints))
 	for _, ep := range in.endpoints {
 		// The dashed address of an endpoint without a hostname is not
 		// kept: derived again when needed.
@@ -180,10 +180,10 @@ func buildImport(in importInput) *dnszone.Service {
 
 // ports are an import's ports for SRV records (TCP when the import does
 // not say).
-func ports(ps []watchcache.Port) []dnszone.Port {
-	out := make([]dnszone.Port, 0, len(ps))
+func ports(ps []watchcache.Port) []dnszone.SRVPort {
+	out := make([]dnszone.SRVPort, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, dnszone.Port{Name: p.Name, Proto: protocol(p.Protocol), Number: uint16(p.Port)})
+		out = append(out, dnszone.SRVPort{Name: p.Name, Proto: protocol(p.Protocol), Number: uint16(p.Port)})
 	}
 	return out
 }
@@ -247,7 +247,7 @@ func hostname(ep watchcache.EndpointAddr) string {
 // (the import's own name for a ClusterSetIP), and the name it points to.
 type ptrRecord struct {
 	imp    changes.Key
-	svc    *dnszone.Service
+	svc    *dnszone.Facts
 	ep     int
 	target string
 }
@@ -255,7 +255,7 @@ type ptrRecord struct {
 // ptrRecords are the PTR records an import would give under zone: each
 // clusterset IP to the service name, each named headless endpoint to its
 // host name.
-func ptrRecords(key changes.Key, svc *dnszone.Service, zone string) map[netip.Addr]ptrRecord {
+func ptrRecords(key changes.Key, svc *dnszone.Facts, zone string) map[netip.Addr]ptrRecord {
 	out := map[netip.Addr]ptrRecord{}
 	name := dnszone.ServiceName(svc, zone)
 	for i := range svc.NumEndpoints() {

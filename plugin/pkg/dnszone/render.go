@@ -152,7 +152,7 @@ func (s selection) at(k int) int {
 }
 
 // split is the selection's IPv4 and IPv6 parts.
-func (s selection) split(svc *Service) (v4, v6 selection) {
+func (s selection) split(svc *Facts) (v4, v6 selection) {
 	if s.idx == nil {
 		mid := min(max(svc.n4, s.lo), s.hi)
 		return selection{lo: s.lo, hi: mid}, selection{lo: mid, hi: s.hi}
@@ -166,11 +166,11 @@ func (s selection) split(svc *Service) (v4, v6 selection) {
 	return selection{idx: s.idx[:n4:n4]}, selection{idx: s.idx[n4:]}
 }
 
-func all(svc *Service) selection { return selection{lo: 0, hi: len(svc.endpoints)} }
+func all(svc *Facts) selection { return selection{lo: 0, hi: len(svc.endpoints)} }
 
 // addrsFor answers A or AAAA (rotated) or ANY from the selection; nil
 // (NODATA) for any other type.
-func (q *Query) addrsFor(svc *Service, sel selection, ttl uint32) []dns.RR {
+func (q *Query) addrsFor(svc *Facts, sel selection, ttl uint32) []dns.RR {
 	v4, v6 := sel.split(svc)
 	switch q.Qtype {
 	case dns.TypeA:
@@ -187,7 +187,7 @@ func (q *Query) addrsFor(svc *Service, sel selection, ttl uint32) []dns.RR {
 // further each call when turn is set (rotation), in as few allocations as
 // the count allows: one for one address, else one slice and one array of
 // records per family.
-func (q *Query) addrs(svc *Service, sel selection, turn *atomic.Uint32, owner string, ttl uint32) []dns.RR {
+func (q *Query) addrs(svc *Facts, sel selection, turn *atomic.Uint32, owner string, ttl uint32) []dns.RR {
 	n := sel.len()
 	if n == 0 {
 		return nil
@@ -223,7 +223,7 @@ func single(e *endpoint, owner string, ttl uint32) []dns.RR {
 // appendAddrs appends the address records of sel, from start on and
 // around, to out. The records' addresses share the endpoints' memory: a
 // rendered record is never modified, and the service outlives the reply.
-func appendAddrs(out []dns.RR, svc *Service, sel selection, start int, owner string, ttl uint32) []dns.RR {
+func appendAddrs(out []dns.RR, svc *Facts, sel selection, start int, owner string, ttl uint32) []dns.RR {
 	v4, v6 := sel.split(svc)
 	as := make([]dns.A, v4.len())
 	aaaas := make([]dns.AAAA, v6.len())
@@ -251,7 +251,7 @@ func appendAddrs(out []dns.RR, svc *Service, sel selection, start int, owner str
 // service's name in the query's zone, lower case. The records are owned
 // by owner, or, when it is "", by each port's name
 // (_<port>._<proto>.<svcName>).
-func (srv *Server) srvAnswer(q *Query, svc *Service, pi int, svcName string, sel selection, owner string) Result {
+func (srv *Server) srvAnswer(q *Query, svc *Facts, pi int, svcName string, sel selection, owner string) Result {
 	if len(svc.ports) == 0 {
 		return Result{}
 	}
@@ -313,7 +313,7 @@ func targetNames(targets []target, svcName string) []string {
 
 // targetAddrs are the address records of every target, in order, each
 // target's IPv4 addresses first.
-func targetAddrs(svc *Service, targets []target, names []string, ttl uint32) []dns.RR {
+func targetAddrs(svc *Facts, targets []target, names []string, ttl uint32) []dns.RR {
 	n := 0
 	for _, t := range targets {
 		n += t.sel.len()
@@ -339,7 +339,7 @@ func rotate(rrs []dns.RR, turn *atomic.Uint32) []dns.RR {
 
 // Records lists every record of svc under zone, for a transfer: its
 // addresses, each host name's addresses in name order, its SRV records.
-func (srv *Server) Records(svc *Service, zone string) []dns.RR {
+func (srv *Server) Records(svc *Facts, zone string) []dns.RR {
 	name := ServiceName(svc, zone)
 	if svc.kind == Alias {
 		return []dns.RR{&dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: srv.TTL}, Target: svc.target}}

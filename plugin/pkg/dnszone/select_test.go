@@ -26,7 +26,7 @@ func serveOne(t *testing.T, srv *Server, name string, qtype uint16) *dns.Msg {
 	return w.Msg
 }
 
-func testServer(zonal bool, svcs ...*Service) *Server {
+func testServer(zonal bool, svcs ...*Facts) *Server {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "replies"}, []string{"outcome"})
 	srv := &Server{Plugin: "test", Zones: []string{"cluster.local."}, TTL: 5, Replies: replies.New(vec), Zonal: zonal}
 	e := NewEdit(1)
@@ -69,9 +69,9 @@ func checkReply(t *testing.T, m *dns.Msg, rcode int, answer ...string) {
 func TestZonalNames(t *testing.T) {
 	a := netip.MustParseAddr
 	groups := []Group{{}, {Zone: "zone-a"}, {Zone: "zone-b"}}
-	db := NewHeadless("db.ns1", []Endpoint{
+	db := NewHeadless("db.ns1", []EndpointFacts{
 		NewEndpoint(a("10.0.0.1"), "", 1, true), NewEndpoint(a("10.0.0.2"), "", 2, true), NewEndpoint(a("10.0.0.3"), "", 0, true),
-	}, []Port{{Name: "pg", Proto: "tcp", Number: 5432}}, groups)
+	}, []SRVPort{{Name: "pg", Proto: "tcp", Number: 5432}}, groups)
 	web := NewVirtual("web.ns1", []netip.Addr{a("10.96.0.1")}, nil)
 	empty := NewHeadless("empty.ns1", nil, nil, nil)
 	srv := testServer(true, db, web, empty)
@@ -99,10 +99,10 @@ func TestZonalNames(t *testing.T) {
 func TestPreferredGroups(t *testing.T) {
 	a := netip.MustParseAddr
 	groups := []Group{{Suffix: ".local-c", Preferred: true}, {Suffix: ".remote-c"}}
-	db := NewHeadless("db.ns1", []Endpoint{
+	db := NewHeadless("db.ns1", []EndpointFacts{
 		NewEndpoint(a("10.0.0.1"), "db-0", 0, true), NewEndpoint(a("10.1.0.1"), "db-0", 1, true),
-	}, []Port{{Name: "pg", Proto: "tcp", Number: 5432}}, groups)
-	remoteOnly := NewHeadless("cache.ns1", []Endpoint{NewEndpoint(a("10.1.0.2"), "", 1, true)}, nil, groups)
+	}, []SRVPort{{Name: "pg", Proto: "tcp", Number: 5432}}, groups)
+	remoteOnly := NewHeadless("cache.ns1", []EndpointFacts{NewEndpoint(a("10.1.0.2"), "", 1, true)}, nil, groups)
 	srv := testServer(false, db, remoteOnly)
 	name := "db.ns1.svc.cluster.local."
 	checkReply(t, serveOne(t, srv, name, dns.TypeA), dns.RcodeSuccess, name+" 5 IN A 10.0.0.1")

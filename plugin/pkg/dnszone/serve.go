@@ -280,7 +280,7 @@ func (srv *Server) lookupReverse(q *Query, rest string) Result {
 }
 
 // serviceAnswer answers a name of an existing service.
-func (srv *Server) serviceAnswer(q *Query, svc *Service, n *Name) Result {
+func (srv *Server) serviceAnswer(q *Query, svc *Facts, n *Name) Result {
 	switch n.Kind {
 	case NameService:
 		if svc.kind == Alias {
@@ -326,7 +326,7 @@ func (srv *Server) serviceAnswer(q *Query, svc *Service, n *Name) Result {
 // with none there is NODATA, also when the service has no endpoints at
 // all; a prefer widens to every endpoint. Other services have no such
 // names.
-func (srv *Server) zonalAnswer(q *Query, svc *Service, n *Name) Result {
+func (srv *Server) zonalAnswer(q *Query, svc *Facts, n *Name) Result {
 	if !srv.Zonal || svc.kind != Headless {
 		return NXDomain
 	}
@@ -349,7 +349,7 @@ const maxAliasHops = 8
 // aliasAnswer answers an alias: the CNAME, then the target's records:
 // from our own data when the target is in a zone we serve, else through
 // the schema (the server's chain).
-func (srv *Server) aliasAnswer(q *Query, svc *Service) Result {
+func (srv *Server) aliasAnswer(q *Query, svc *Facts) Result {
 	out := Result{Answer: []dns.RR{&dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}}}
 	if q.Qtype == dns.TypeCNAME || q.depth >= maxAliasHops {
 		return out
@@ -383,4 +383,4 @@ func (srv *Server) forwardZone() string {
 }
 
 // ServiceName is the name of svc under zone.
-func ServiceName(svc *Service, zone string) string { return svc.key + ".svc." + zone }
+func ServiceName(svc *Facts, zone string) string { return svc.key + ".svc." + zone }

@@ -1,14 +1,22 @@
 // Package dnszone is the zone-serving core that kubeschema and multicluster
 // share: a compact store of the facts each service's answers are made of,
 // published as immutable copy-on-write snapshots, and the query path that
-// renders records from those facts when a query comes.
+// renders records from those facts when a query comes. Only the packages
+// that serve a snapshot import it; how a change becomes a snapshot is
+// package changes.
+//
+// Vocabulary: this package holds answer facts (Facts, EndpointFacts,
+// SRVPort, Group), what DNS says of a service. The lean API objects they
+// are built from are watchcache's (watchcache.Service, EndpointSlice,
+// Port): what the API says. Only the schema plugins' builders read both.
 //
 // Why render at query time: precomputed dns.RR values cost several hundred
 // bytes per endpoint (a record struct, an IP slice, an owner string, a PTR
 // record, its reverse name, SRV records per port), more than the stock
-// plugin keeps for the same cluster. The facts of an endpoint are 40 bytes;
-// the records of an answer are built in one or two allocations, faster than
-// the copy a shared record would need for the question's case.
+// plugin keeps for the same cluster. Here an endpoint keeps 24 bytes in its
+// service and 16 in the PTR index (figures_test.go measures both); the
+// records of an answer are built in one or two allocations, faster than the
+// copy a shared record would need for the question's case.
 //
 // Each plugin keeps only its own schema: what a service, pod or import
 // means, and which names exist beyond the common grammar.
@@ -39,9 +47,9 @@ const (
 	Alias
 )
 
-// Service is what the answers of one service (or import) are made of. It is
+// Facts is what the answers of one service (or import) are made of. It is
 // immutable once built; a change builds a new one.
-type Service struct {
+type Facts struct {
 	// key is "<svc>.<ns>", the part of its names before ".svc.<zone>".
 	key  string
 	kind Kind
@@ -52,7 +60,7 @@ type Service struct {
 	// hosts are the endpoints' explicit host labels, each once.
 	hosts []string
 	// ports are the named ports, in the order SRV answers list them.
-	ports []Port
+	ports []SRVPort
 	// groups give endpoint host names their suffix and SRV targets their
 	// port numbers (multicluster: one per cluster and slice); index 0 is
 	// the default.
@@ -67,8 +75,8 @@ type Service struct {
 	turn atomic.Uint32
 }
 
-// Endpoint describes one address of a service to NewHeadless.
-type Endpoint struct {
+// EndpointFacts describes one address of a service to NewHeadless.
+type EndpointFacts struct {
 	addr  netip.Addr
 	host  string
 	group uint8
@@ -79,7 +87,7 @@ type Endpoint struct {
 // derived from the address unless the API named it.
 type endpoint struct {
 	addr [16]byte
-	// host is 1 + the index of its host label in Service.hosts; 0 means
+	// host is 1 + the index of its host label in Facts.hosts; 0 means
 	// the address with dashes.
 	host  uint32
 	group uint8
@@ -93,8 +101,8 @@ const (
 	flagUnnamed
 )
 
-// Port is a named port: SRV records exist for _<Name>._<Proto>.
-type Port struct {
+// SRVPort is a named port: SRV records exist for _<Name>._<Proto>.
+type SRVPort struct {
 	Name, Proto string
 	Number      uint16
 }
@@ -122,12 +130,12 @@ var defaultGroups = []Group{{}}
 
 // NewEndpoint is an endpoint at addr named host ("" for its dashed
 // address), in group; unnamed endpoints answer for the service name only.
-func NewEndpoint(addr netip.Addr, host string, group uint8, named bool) Endpoint {
-	return Endpoint{addr: addr.Unmap(), host: host, group: group, named: named}
+func NewEndpoint(addr netip.Addr, host string, group uint8, named bool) EndpointFacts {
+	return EndpointFacts{addr: addr.Unmap(), host: host, group: group, named: named}
 }
 
 // compact is e as a service keeps it, its host label interned in hosts.
-func (e Endpoint) compact(hosts map[string]uint32, list *[]string) endpoint {
+func (e EndpointFacts) compact(hosts map[string]uint32, list *[]string) endpoint {
 	c := endpoint{addr: e.addr.As16(), group: e.group}
 	if e.addr.Is4() {
 		c.flags |= flagV4
@@ -169,7 +177,7 @@ func (e *endpoint) is4() bool   { return e.flags&flagV4 != 0 }
 func (e *endpoint) named() bool { return e.flags&flagUnnamed == 0 }
 
 // label is e's host label without its group suffix.
-func (s *Service) label(e *endpoint) string {
+func (s *Facts) label(e *endpoint) string {
 	if e.host != 0 {
 		return s.hosts[e.host-1]
 	}
@@ -177,23 +185,23 @@ func (s *Service) label(e *endpoint) string {
 }
 
 // NewVirtual is a service answered with its own addresses.
-func NewVirtual(key string, addrs []netip.Addr, ports []Port) *Service {
-	eps := make([]Endpoint, len(addrs))
+func NewVirtual(key string, addrs []netip.Addr, ports []SRVPort) *Facts {
+	eps := make([]EndpointFacts, len(addrs))
 	for i, a := range addrs {
 		eps[i] = NewEndpoint(a, "", 0, false)
 	}
-	s := &Service{key: key, kind: Virtual, ports: namedPorts(ports), groups: defaultGroups}
+	s := &Facts{key: key, kind: Virtual, ports: namedPorts(ports), groups: defaultGroups}
 	s.setEndpoints(eps)
 	return s
 }
 
 // NewHeadless is a service answered with its endpoints; nil groups means
 // one default group. The endpoints are sorted here.
-func NewHeadless(key string, eps []Endpoint, ports []Port, groups []Group) *Service {
+func NewHeadless(key string, eps []EndpointFacts, ports []SRVPort, groups []Group) *Facts {
 	if len(groups) == 0 {
 		groups = defaultGroups
 	}
-	s := &Service{key: key, kind: Headless, ports: namedPorts(ports), groups: groups}
+	s := &Facts{key: key, kind: Headless, ports: namedPorts(ports), groups: groups}
 	s.setEndpoints(eps)
 	if idx := s.inGroups(func(g *Group) bool { return g.Preferred }); idx != nil {
 		s.preferred = &idx
@@ -203,7 +211,7 @@ func NewHeadless(key string, eps []Endpoint, ports []Port, groups []Group) *Serv
 
 // inGroups are the indexes of the endpoints whose group satisfies match;
 // nil when none does.
-func (s *Service) inGroups(match func(*Group) bool) []int {
+func (s *Facts) inGroups(match func(*Group) bool) []int {
 	var out []int
 	for i := range s.endpoints {
 		if match(&s.groups[s.endpoints[i].group]) {
@@ -215,7 +223,7 @@ func (s *Service) inGroups(match func(*Group) bool) []int {
 
 // nameSelection is the endpoints the service name answers with: the
 // preferred ones if there are any, else all.
-func (s *Service) nameSelection() selection {
+func (s *Facts) nameSelection() selection {
 	if s.preferred != nil {
 		return selection{idx: *s.preferred}
 	}
@@ -223,18 +231,18 @@ func (s *Service) nameSelection() selection {
 }
 
 // inZone is the selection of endpoints in topology zone (lower case).
-func (s *Service) inZone(zone string) selection {
+func (s *Facts) inZone(zone string) selection {
 	idx := s.inGroups(func(g *Group) bool { return g.Zone != "" && strings.EqualFold(g.Zone, zone) })
 	return selection{idx: idx}
 }
 
 // NewAlias is an ExternalName service: a CNAME to target.
-func NewAlias(key, target string) *Service {
-	return &Service{key: key, kind: Alias, target: strings.ToLower(target)}
+func NewAlias(key, target string) *Facts {
+	return &Facts{key: key, kind: Alias, target: strings.ToLower(target)}
 }
 
-func (s *Service) setEndpoints(eps []Endpoint) {
-	slices.SortStableFunc(eps, func(a, b Endpoint) int { return a.addr.Compare(b.addr) })
+func (s *Facts) setEndpoints(eps []EndpointFacts) {
+	slices.SortStableFunc(eps, func(a, b EndpointFacts) int { return a.addr.Compare(b.addr) })
 	s.endpoints = make([]endpoint, len(eps))
 	hosts := map[string]uint32{}
 	for i, e := range eps {
@@ -248,13 +256,13 @@ func (s *Service) setEndpoints(eps []Endpoint) {
 
 // namedPorts keeps the ports that can have SRV records: a name, both
 // labels valid, the first of any repeated name and protocol.
-func namedPorts(ports []Port) []Port {
-	var out []Port
+func namedPorts(ports []SRVPort) []SRVPort {
+	var out []SRVPort
 	for _, p := range ports {
 		if p.Name == "" || !dnsname.IsLabel(p.Name) || !dnsname.IsLabel(p.Proto) {
 			continue
 		}
-		if slices.ContainsFunc(out, func(q Port) bool { return q.Name == p.Name && q.Proto == p.Proto }) {
+		if slices.ContainsFunc(out, func(q SRVPort) bool { return q.Name == p.Name && q.Proto == p.Proto }) {
 			continue
 		}
 		out = append(out, p)
@@ -263,23 +271,23 @@ func namedPorts(ports []Port) []Port {
 }
 
 // Key is "<svc>.<ns>".
-func (s *Service) Key() string { return s.key }
+func (s *Facts) Key() string { return s.key }
 
 // Namespace is the service's namespace.
-func (s *Service) Namespace() string { _, ns, _ := strings.Cut(s.key, "."); return ns }
+func (s *Facts) Namespace() string { _, ns, _ := strings.Cut(s.key, "."); return ns }
 
 // Kind is how the service is answered.
-func (s *Service) Kind() Kind { return s.kind }
+func (s *Facts) Kind() Kind { return s.kind }
 
 // NumEndpoints is the number of the service's addresses.
-func (s *Service) NumEndpoints() int { return len(s.endpoints) }
+func (s *Facts) NumEndpoints() int { return len(s.endpoints) }
 
 // EndpointAddr is the address of endpoint i (addresses are sorted).
-func (s *Service) EndpointAddr(i int) netip.Addr { return s.endpoints[i].Addr() }
+func (s *Facts) EndpointAddr(i int) netip.Addr { return s.endpoints[i].Addr() }
 
 // HostName is the full host name of endpoint i under the service name
 // svcName ("<svc>.<ns>.svc.<zone>"), or "" when it has none.
-func (s *Service) HostName(i int, svcName string) string {
+func (s *Facts) HostName(i int, svcName string) string {
 	e := &s.endpoints[i]
 	if !e.named() {
 		return ""
@@ -297,7 +305,7 @@ type target struct {
 // srvTargets lists the SRV targets of the selected endpoints of a
 // headless service, in name order, each with its endpoints (IPv4 first,
 // as stored).
-func (s *Service) srvTargets(sel selection) []target {
+func (s *Facts) srvTargets(sel selection) []target {
 	byPrefix := map[string]int{}
 	var out []target
 	for k := range sel.len() {
@@ -321,7 +329,7 @@ func (s *Service) srvTargets(sel selection) []target {
 
 // hostEndpoints are the endpoints named prefix ("<label><suffix>"), by
 // index; nil when none is.
-func (s *Service) hostEndpoints(prefix string) []int {
+func (s *Facts) hostEndpoints(prefix string) []int {
 	var out []int
 	// A dashed label is looked up by address: most endpoints have no
 	// hostname, and their labels are not stored.
@@ -349,7 +357,7 @@ func (s *Service) hostEndpoints(prefix string) []int {
 }
 
 // port is the index of the port "_<name>._<proto>", or -1.
-func (s *Service) port(key string) int {
+func (s *Facts) port(key string) int {
 	name, proto, _ := strings.Cut(key, ".")
 	for i, p := range s.ports {
 		if underscored(name, p.Name) && underscored(proto, p.Proto) {
@@ -360,7 +368,7 @@ func (s *Service) port(key string) int {
 }
 
 // hasProto tells whether a named port has the protocol "_<proto>".
-func (s *Service) hasProto(proto string) bool {
+func (s *Facts) hasProto(proto string) bool {
 	for _, p := range s.ports {
 		if underscored(proto, p.Proto) {
 			return true
@@ -370,7 +378,7 @@ func (s *Service) hasProto(proto string) bool {
 }
 
 // portNumber is port i's number for endpoints of group g.
-func (s *Service) portNumber(i int, g uint8) uint16 {
+func (s *Facts) portNumber(i int, g uint8) uint16 {
 	if ports := s.groups[g].Ports; i < len(ports) && ports[i] != 0 {
 		return ports[i]
 	}

@@ -20,7 +20,7 @@ const shards = 256
 type Snapshot struct {
 	// services by key "<svc>.<ns>", in shards by a hash of the key; only
 	// services that have a name in DNS.
-	services [shards]map[string]*Service
+	services [shards]map[string]*Facts
 	// namespaces counts the services of each namespace: <ns>.svc.<zone>
 	// exists (an empty non-terminal) while its count is above zero.
 	namespaces map[string]int32
@@ -37,7 +37,7 @@ type Snapshot struct {
 // points to that endpoint's host name, or to the service name for a
 // virtual address. 16 bytes: the address is the endpoint's.
 type ptrEntry struct {
-	svc *Service
+	svc *Facts
 	ep  int32
 }
 
@@ -57,7 +57,7 @@ func ptrShard(addr [16]byte) int { return int(addr[15]) }
 func (s *Snapshot) Serial() uint32 { return s.serial }
 
 // Service is the service of key "<svc>.<ns>", or nil.
-func (s *Snapshot) Service(key string) *Service { return s.services[serviceShard(key)][key] }
+func (s *Snapshot) Service(key string) *Facts { return s.services[serviceShard(key)][key] }
 
 // HasNamespace tells whether a service of namespace ns has a name.
 func (s *Snapshot) HasNamespace(ns string) bool { return s.namespaces[ns] > 0 }
@@ -66,14 +66,14 @@ func (s *Snapshot) HasNamespace(ns string) bool { return s.namespaces[ns] > 0 }
 func (s *Snapshot) Len() int { return s.total }
 
 // Services lists every service, sorted by key (for transfers and tests).
-func (s *Snapshot) Services() []*Service {
-	out := make([]*Service, 0, s.total)
+func (s *Snapshot) Services() []*Facts {
+	out := make([]*Facts, 0, s.total)
 	for _, m := range s.services {
 		for _, svc := range m {
 			out = append(out, svc)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Service) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(out, func(a, b *Facts) int { return strings.Compare(a.key, b.key) })
 	return out
 }
 
@@ -158,7 +158,7 @@ func comparePTR(a, b ptrEntry) int {
 	return strings.Compare(a.svc.key, b.svc.key)
 }
 
-func (e *Edit) serviceShard(key string) map[string]*Service {
+func (e *Edit) serviceShard(key string) map[string]*Facts {
 	i := serviceShard(key)
 	m := e.s.services[i]
 	if !e.fresh && !e.svcCopied[i] {
@@ -166,7 +166,7 @@ func (e *Edit) serviceShard(key string) map[string]*Service {
 		m = maps.Clone(m)
 	}
 	if m == nil {
-		m = map[string]*Service{}
+		m = map[string]*Facts{}
 	}
 	e.s.services[i] = m
 	return m
@@ -187,7 +187,7 @@ func (e *Edit) countNamespace(ns string, delta int32) {
 
 // Put adds svc, replacing the service of the same key; it returns that
 // one. PTR entries are the caller's to change.
-func (e *Edit) Put(svc *Service) (old *Service) {
+func (e *Edit) Put(svc *Facts) (old *Facts) {
 	m := e.serviceShard(svc.key)
 	old = m[svc.key]
 	m[svc.key] = svc
@@ -198,7 +198,7 @@ func (e *Edit) Put(svc *Service) (old *Service) {
 }
 
 // Remove drops the service of key and returns it (nil when absent).
-func (e *Edit) Remove(key string) (old *Service) {
+func (e *Edit) Remove(key string) (old *Facts) {
 	if e.s.services[serviceShard(key)][key] == nil {
 		return nil
 	}
@@ -222,7 +222,7 @@ func (e *Edit) ptrShard(addr [16]byte) *[]ptrEntry {
 }
 
 // AddPTR says that addr is endpoint ep of svc.
-func (e *Edit) AddPTR(addr netip.Addr, svc *Service, ep int) {
+func (e *Edit) AddPTR(addr netip.Addr, svc *Facts, ep int) {
 	a := addr.As16()
 	sh := e.ptrShard(a)
 	*sh = append(*sh, ptrEntry{svc: svc, ep: int32(ep)})
@@ -231,7 +231,7 @@ func (e *Edit) AddPTR(addr netip.Addr, svc *Service, ep int) {
 
 // ClearPTR removes the entries of addr: svc's, or every one when svc is
 // nil.
-func (e *Edit) ClearPTR(addr netip.Addr, svc *Service) {
+func (e *Edit) ClearPTR(addr netip.Addr, svc *Facts) {
 	a := addr.As16()
 	match := func(p ptrEntry) bool { return *p.addr() == a && (svc == nil || p.svc == svc) }
 	// A scan of one shard (a 256th of the addresses) before copying it:
@@ -246,7 +246,7 @@ func (e *Edit) ClearPTR(addr netip.Addr, svc *Service) {
 
 // AddPTRs indexes every address of svc that has a PTR record: each
 // address of a virtual service, each named endpoint of a headless one.
-func (e *Edit) AddPTRs(svc *Service) {
+func (e *Edit) AddPTRs(svc *Facts) {
 	for i := range svc.endpoints {
 		if svc.kind == Virtual || svc.endpoints[i].named() {
 			e.AddPTR(svc.endpoints[i].Addr(), svc, i)
@@ -255,7 +255,7 @@ func (e *Edit) AddPTRs(svc *Service) {
 }
 
 // RemovePTRs removes the entries AddPTRs made for svc.
-func (e *Edit) RemovePTRs(svc *Service) {
+func (e *Edit) RemovePTRs(svc *Facts) {
 	for i := range svc.endpoints {
 		e.ClearPTR(svc.endpoints[i].Addr(), svc)
 	}
@@ -263,7 +263,7 @@ func (e *Edit) RemovePTRs(svc *Service) {
 
 // PTROwner is the first entry of addr's PTR records: the service and the
 // index of its endpoint; nil when addr has none.
-func (s *Snapshot) PTROwner(addr netip.Addr) (svc *Service, ep int) {
+func (s *Snapshot) PTROwner(addr netip.Addr) (svc *Facts, ep int) {
 	if entries := s.ptrOf(addr); len(entries) > 0 {
 		return entries[0].svc, int(entries[0].ep)
 	}

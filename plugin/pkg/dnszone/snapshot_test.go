@@ -10,12 +10,12 @@ import (
 )
 
 // model is the state a sequence of edits should reach: services by key.
-type model map[string]*Service
+type model map[string]*Facts
 
 // randomService is a virtual or headless service of a few endpoints, from
 // a small address space so that services share addresses (PTR records of
 // several services for one address).
-func randomService(rnd *rand.Rand, key string) *Service {
+func randomService(rnd *rand.Rand, key string) *Facts {
 	n := 1 + rnd.IntN(6)
 	addrs := make([]netip.Addr, 0, n)
 	for range n {
@@ -27,11 +27,11 @@ func randomService(rnd *rand.Rand, key string) *Service {
 	}
 	slices.SortFunc(addrs, netip.Addr.Compare)
 	addrs = slices.Compact(addrs)
-	ports := []Port{{Name: "http", Proto: "tcp", Number: 80}}
+	ports := []SRVPort{{Name: "http", Proto: "tcp", Number: 80}}
 	if rnd.IntN(2) == 0 {
 		return NewVirtual(key, addrs, ports)
 	}
-	eps := make([]Endpoint, len(addrs))
+	eps := make([]EndpointFacts, len(addrs))
 	for i, a := range addrs {
 		host := ""
 		if rnd.IntN(3) == 0 {
@@ -111,7 +111,7 @@ func TestEditMatchesFullBuild(t *testing.T) {
 // hostname, or the dashed address of one without), in its group.
 func TestHostEndpoints(t *testing.T) {
 	a := func(s string) netip.Addr { return netip.MustParseAddr(s) }
-	svc := NewHeadless("db.ns1", []Endpoint{
+	svc := NewHeadless("db.ns1", []EndpointFacts{
 		NewEndpoint(a("10.0.0.2"), "", 1, true),
 		NewEndpoint(a("10.0.0.1"), "pet-0", 0, true),
 		NewEndpoint(a("fd00::1"), "pet-0", 0, true),
@@ -144,13 +144,13 @@ func TestHostEndpoints(t *testing.T) {
 func TestCountTargets(t *testing.T) {
 	a := func(s string) netip.Addr { return netip.MustParseAddr(s) }
 	for _, tc := range []struct {
-		eps  []Endpoint
+		eps  []EndpointFacts
 		want int
 	}{
-		{[]Endpoint{NewEndpoint(a("10.0.0.1"), "", 0, true), NewEndpoint(a("10.0.0.2"), "", 0, true)}, 2},
-		{[]Endpoint{NewEndpoint(a("10.0.0.1"), "pet-0", 0, true), NewEndpoint(a("fd00::1"), "pet-0", 0, true)}, 1},
-		{[]Endpoint{NewEndpoint(a("10.0.0.1"), "", 0, true), NewEndpoint(a("10.0.0.2"), "10-0-0-1", 0, true)}, 1},
-		{[]Endpoint{NewEndpoint(a("10.0.0.1"), "", 0, false), NewEndpoint(a("10.0.0.2"), "pet-1", 0, true)}, 1},
+		{[]EndpointFacts{NewEndpoint(a("10.0.0.1"), "", 0, true), NewEndpoint(a("10.0.0.2"), "", 0, true)}, 2},
+		{[]EndpointFacts{NewEndpoint(a("10.0.0.1"), "pet-0", 0, true), NewEndpoint(a("fd00::1"), "pet-0", 0, true)}, 1},
+		{[]EndpointFacts{NewEndpoint(a("10.0.0.1"), "", 0, true), NewEndpoint(a("10.0.0.2"), "10-0-0-1", 0, true)}, 1},
+		{[]EndpointFacts{NewEndpoint(a("10.0.0.1"), "", 0, false), NewEndpoint(a("10.0.0.2"), "pet-1", 0, true)}, 1},
 	} {
 		svc := NewHeadless("db.ns1", tc.eps, nil, nil)
 		if listed := len(svc.srvTargets(all(svc))); listed != tc.want {
