@@ -60,6 +60,26 @@ type churnResult struct {
 	// churn to the end of the settling, seconds: mostly the cost of
 	// taking in the updates.
 	CPU map[string]float64
+	// Net and Quiet are the measuring windows after the checked churn,
+	// with no checker running: Net writes the same address changes, Quiet
+	// changes only an annotation of each slice (nothing DNS reads).
+	Net, Quiet *windowResult
+}
+
+// windowResult is one measuring window: updates written with no queries
+// but the settling's, and each server's CPU over it.
+type windowResult struct {
+	Seconds float64
+	Updates int
+	Failed  int
+	// CPU by target, seconds, from the first write to the end of the
+	// settling (Net) or to a second after the last write (Quiet).
+	CPU map[string]float64
+	// Skipped are the updates a server counted in
+	// coredns_watchcache_updates_skipped_total{resource="endpointslices"}
+	// over the window, by target; absent for stock, which has no such
+	// counter.
+	Skipped map[string]int
 }
 
 // checkResult is the checker's count for one server.
@@ -154,7 +174,7 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 		checkWG.Go(func() { checks[i].run(checkCtx, c.cfg.checkRate) })
 	}
 	start := time.Now()
-	c.write(ctx, start.Add(c.cfg.duration))
+	c.write(ctx, start.Add(c.cfg.duration), c.update)
 	res.Seconds = time.Since(start).Seconds()
 	stopChecks()
 	checkWG.Wait()
@@ -188,7 +208,72 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 		}
 		res.After[s.Key] = m
 	}
-	return res, ctx.Err()
+	var err error
+	if res.Net, err = c.window(ctx, servers, c.update, true); err != nil {
+		return res, err
+	}
+	res.Quiet, err = c.window(ctx, servers, c.touch, false)
+	return res, err
+}
+
+// window writes with update for a tenth of the churn's time (at least two
+// seconds) with no checker running, and measures each server's CPU over it
+// and the updates it skipped. With settle (address changes) it waits until
+// every checked name shows its last state on each server, so that no
+// server's work is cut short; annotation changes, which change no answer,
+// get a second.
+func (c *churn) window(ctx context.Context, servers []*server, update func(context.Context, *churned), settle bool) (*windowResult, error) {
+	w := &windowResult{CPU: map[string]float64{}, Skipped: map[string]int{}}
+	cpu0 := make([]float64, len(servers))
+	skipped0 := make([]int, len(servers))
+	for i, s := range servers {
+		cpu0[i], _ = procstat.CPUSeconds(s.pid())
+		skipped0[i] = s.skippedSlices()
+	}
+	updates0, failed0 := c.updates.Load(), c.failed.Load()
+	start := time.Now()
+	c.write(ctx, start.Add(max(c.cfg.duration/10, 2*time.Second)), update)
+	w.Seconds = time.Since(start).Seconds()
+	w.Updates, w.Failed = int(c.updates.Load()-updates0), int(c.failed.Load()-failed0)
+	for _, s := range c.checked {
+		s.mu.Lock()
+		s.finalSeq = s.lastOK
+		s.mu.Unlock()
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	settled := time.Now().Add(time.Second)
+	for i, s := range servers {
+		if settle {
+			c.settle(ctx, s)
+		}
+		time.Sleep(time.Until(settled))
+		if cpu, err := procstat.CPUSeconds(s.pid()); err == nil {
+			w.CPU[s.Key] = cpu - cpu0[i]
+		}
+		if n := s.skippedSlices(); n >= 0 && skipped0[i] >= 0 {
+			w.Skipped[s.Key] = n - skipped0[i]
+		}
+	}
+	return w, ctx.Err()
+}
+
+// touch changes only an annotation of s's slice: an update DNS does not
+// read, which a server should take in at almost no cost.
+func (c *churn) touch(ctx context.Context, s *churned) {
+	addrs := make([]string, len(s.addrs))
+	for j, a := range s.addrs {
+		addrs[j] = dnsload.NumAddr(a)
+	}
+	sl := endpointSlice(s.ns, s.slice, addrs, s.hosts)
+	sl.Labels = map[string]string{discoveryv1.LabelServiceName: s.name, discoveryv1.LabelManagedBy: managedBy}
+	sl.Annotations = map[string]string{"bench.schemadns.test/touched": fmt.Sprint(c.next.Add(1))}
+	if _, err := c.fix.cs.DiscoveryV1().EndpointSlices(s.ns).Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
+		c.failed.Add(1)
+		return
+	}
+	c.updates.Add(1)
 }
 
 // write runs the writers until end: a pacer hands out tokens at the offered
@@ -196,7 +281,7 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 // services (so a service's updates are written one after the other); a
 // token no writer is idle for is dropped, so the rate achieved is what the
 // API server sustained.
-func (c *churn) write(ctx context.Context, end time.Time) {
+func (c *churn) write(ctx context.Context, end time.Time, update func(context.Context, *churned)) {
 	// Updates in flight at the end run to completion under ctx.
 	writing, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
@@ -219,7 +304,7 @@ func (c *churn) write(ctx context.Context, end time.Time) {
 					return
 				case <-tokens:
 				}
-				c.update(ctx, mine[r.IntN(len(mine))])
+				update(ctx, mine[r.IntN(len(mine))])
 			}
 		})
 	}

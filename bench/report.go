@@ -91,6 +91,7 @@ func markdown(res *results) string {
 	writeShapes(&b, res)
 	writeMemoryByShape(&b, res)
 	writeChurn(&b, res)
+	writeWindows(&b, res)
 	for _, sr := range res.Shapes {
 		if sr.Perf != nil {
 			writePerf(&b, res, sr)
@@ -238,6 +239,50 @@ func writeChurn(b *md, res *results) {
 	}
 	b.p("For %s, %d client-go writers (no client-side rate limit) rewrite the EndpointSlices of the shape's services, picked at random, at %d updates/s offered (an update no writer is free for is dropped, so the achieved rate is what the API server sustained); each update replaces one endpoint's address by a new one and writes the slice whole. Both servers run through the same churn; for it they are no longer pinned (every CPU, GOMAXPROCS still 1), so neither waits for the other's work. Meanwhile a checker asks each server, at %d queries/s over UDP (over TCP again when truncated), for the headless services' names in turn and compares each answer's address set with every set written for that name: an answer that matches none is wrong. The set is recorded before its update is sent. After the writing, each name is asked until it shows its last accepted set (for up to %s): *names stale at the end* never did. *Peak RSS* is the peak from the start of the churn to the end of that settling; *RSS after churn* is read after a forced GC. *Server CPU per update* is the server's utime+stime over the same span (the checker's queries included) divided by the updates written.",
 		ch.Duration, ch.Writers, ch.Rate, ch.CheckRate, settleTimeout)
+}
+
+// writeWindows writes the measuring windows that follow the checked churn:
+// CPU per update with no queries, for address changes and for updates DNS
+// does not read.
+func writeWindows(b *md, res *results) {
+	var rows [][]string
+	for _, sr := range res.Shapes {
+		c := sr.Churn
+		if c == nil || c.Net == nil || c.Quiet == nil {
+			continue
+		}
+		n, q := c.Net, c.Quiet
+		rows = append(rows, []string{sr.Shape.Name,
+			fmt.Sprintf("%d in %.1fs (%d failed)", n.Updates, n.Seconds, n.Failed),
+			"**" + windowPerUpdate(n, keyOurs) + "**", windowPerUpdate(n, keyStock), ratioText(n.CPU[keyOurs], n.CPU[keyStock]),
+			fmt.Sprintf("%d in %.1fs (%d failed)", q.Updates, q.Seconds, q.Failed),
+			skippedText(q), "**" + windowPerUpdate(q, keyOurs) + "**", windowPerUpdate(q, keyStock), ratioText(q.CPU[keyOurs], q.CPU[keyStock]),
+		})
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.p("### Server CPU per update, net of queries")
+	b.table([]string{"shape", "address changes written", "server CPU µs per update, kubeschema", "stock", "×",
+		"annotation-only updates written", "skipped by kubeschema", "server CPU µs per update, kubeschema", "stock", "×"}, rows)
+	b.p("After the checked churn, two windows of a tenth of its length (at least 2 s) write at the same offered rate with no checker running: the first the same address changes, the second only a new annotation on each slice, which changes nothing DNS reads. *Server CPU per update* is each server's utime+stime from the window's first write to its end, divided by the updates written: for the address changes the end is when every checked name shows its last state on that server (asked once per name, about one query per ten updates), for the annotations a second after the last write. *Skipped by kubeschema* is the growth of `coredns_watchcache_updates_skipped_total{resource=\"endpointslices\"}` over the window: updates that sent no event, so no rebuild, no snapshot and no serial change. Stock skips such updates too (its `endpointsEquivalent`), with no counter to show it.")
+}
+
+// windowPerUpdate is a server's CPU over a window per update written, µs.
+func windowPerUpdate(w *windowResult, key string) string {
+	if w.Updates == 0 || w.CPU[key] <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", w.CPU[key]/float64(w.Updates)*1e6)
+}
+
+// skippedText is how many of a window's updates ours skipped.
+func skippedText(w *windowResult) string {
+	n, ok := w.Skipped[keyOurs]
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf("%d of %d", n, w.Updates)
 }
 
 // perUpdate is a server's CPU time over the churn per update written, µs.

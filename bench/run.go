@@ -354,6 +354,16 @@ func (r *shapeRun) churn(ctx context.Context) error {
 		logf("  %s: peak RSS %.1f MiB, after %.1f MiB; CPU %.1fs; %d answers checked, %d wrong, %d errors, %d truncated, %d stale at the end",
 			k, float64(res.PeakRSS[k])/mib, float64(res.After[k].RSS)/mib, res.CPU[k], c.Answers, c.Wrong, c.Errors, c.Truncated, c.StaleAtEnd)
 	}
+	for _, w := range []struct {
+		name string
+		w    *windowResult
+	}{{"address changes, no checker", res.Net}, {"annotation only, no checker", res.Quiet}} {
+		if w.w == nil {
+			continue
+		}
+		logf("  window, %s: %d updates in %.1fs; CPU µs per update: kubeschema %s, stock %s; skipped by kubeschema: %s",
+			w.name, w.w.Updates, w.w.Seconds, windowPerUpdate(w.w, keyOurs), windowPerUpdate(w.w, keyStock), skippedText(w.w))
+	}
 	return nil
 }
 

@@ -77,9 +77,10 @@ func kubeStanza(plugin, zones, kubeconfig, extra string) string {
 }
 
 // corefile is a target's Corefile: the block under test alone on its port,
-// and the pprof listener (heap figures, forced GC, profiles) in a block of
-// its own, so that no plugin but the one measured is in the query path.
-func corefile(t target, kubeconfig string, port, admin, pprof int) string {
+// and the pprof listener (heap figures, forced GC, profiles) and the
+// metrics one in a block of their own, so that no plugin but the one
+// measured is in the query path.
+func corefile(t target, kubeconfig string, port, admin, pprof, metrics int) string {
 	return fmt.Sprintf(`.:%d {
     bind 127.0.0.1
     %s
@@ -87,14 +88,16 @@ func corefile(t target, kubeconfig string, port, admin, pprof int) string {
 .:%d {
     bind 127.0.0.1
     pprof 127.0.0.1:%d
+    prometheus 127.0.0.1:%d
 }
-`, port, t.stanza(kubeconfig), admin, pprof)
+`, port, t.stanza(kubeconfig), admin, pprof, metrics)
 }
 
 // server is a running bin/coredns serving one target.
 type server struct {
 	target
 	port, pprof int
+	metrics     int
 	started     time.Time
 	syncTime    time.Duration // start to every probe answered completely
 	logPath     string
@@ -104,14 +107,14 @@ type server struct {
 // startServer runs the binary on free loopback ports, pinned to the
 // server CPU.
 func startServer(cfg *config, work, kubeconfig, shape string, t target) (*server, error) {
-	ports, err := dnsload.FreePorts(3)
+	ports, err := dnsload.FreePorts(4)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{target: t, port: ports[0], pprof: ports[2]}
+	s := &server{target: t, port: ports[0], pprof: ports[2], metrics: ports[3]}
 	base := filepath.Join(work, shape+"-"+t.Key)
 	conf := base + ".Corefile"
-	cf := corefile(t, kubeconfig, s.port, ports[1], s.pprof)
+	cf := corefile(t, kubeconfig, s.port, ports[1], s.pprof, s.metrics)
 	if err := os.WriteFile(conf, []byte(cf), 0o644); err != nil {
 		return nil, err
 	}
@@ -274,6 +277,29 @@ func memStat(profile, name string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %q line in the heap profile", "# "+name)
+}
+
+// skippedSlices is the server's
+// coredns_watchcache_updates_skipped_total{resource="endpointslices"}:
+// EndpointSlice updates that changed nothing DNS reads; -1 for a target
+// that is not ours (the binary is the same, the cache is not used) or when
+// it cannot be read.
+func (s *server) skippedSlices() int {
+	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
+	if err != nil {
+		return -1
+	}
+	for line := range strings.SplitSeq(text, "\n") {
+		if v, ok := strings.CutPrefix(line, `coredns_watchcache_updates_skipped_total{resource="endpointslices"} `); ok {
+			if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				return int(n)
+			}
+		}
+	}
+	if s.Key == keyOurs {
+		return 0 // nothing skipped yet: the vector has no child
+	}
+	return -1
 }
 
 func httpGet(url string) (string, error) {

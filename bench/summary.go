@@ -142,6 +142,34 @@ func goals(res *results) []goal {
 			g.Measured += fmt.Sprintf(" at %.0f updates/s", sr.Churn.Rate)
 		}
 	}
+	for _, name := range []string{"S2", "S4"} {
+		var a, b float64
+		if sr := byName[name]; sr != nil && sr.Churn != nil && sr.Churn.Net != nil && sr.Churn.Net.Updates > 0 {
+			n := sr.Churn.Net
+			a, b = n.CPU[keyOurs]/float64(n.Updates)*1e6, n.CPU[keyStock]/float64(n.Updates)*1e6
+		}
+		ratio("server CPU per EndpointSlice update, net of queries: kubeschema / stock", shapeLabel(name), "≤ 0.50", a, b, 0.5, "µs")
+	}
+	skips := goal{What: "updates that change nothing DNS reads (an annotation): skipped by kubeschema", Shape: "every shape measured", Goal: "all", Met: "not measured", Measured: "–"}
+	var skipParts []string
+	allSkipped, quiet := true, false
+	for _, sr := range res.Shapes {
+		if sr.Churn == nil || sr.Churn.Quiet == nil {
+			continue
+		}
+		q := sr.Churn.Quiet
+		n, ok := q.Skipped[keyOurs]
+		if !ok {
+			continue
+		}
+		quiet = true
+		allSkipped = allSkipped && n == q.Updates
+		skipParts = append(skipParts, fmt.Sprintf("%s %d of %d", sr.Shape.Name, n, q.Updates))
+	}
+	if quiet {
+		skips.Measured, skips.Met = strings.Join(skipParts, "; "), metText(allSkipped)
+	}
+	out = append(out, skips)
 	perfName := "S3"
 	if perfShape != nil {
 		perfName = perfShape.Shape.Name

@@ -75,7 +75,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.outage, "outage", time.Minute, "length of each API server fault")
 	fs.IntVar(&cfg.hostile, "hostile", 50000, "hostile messages sent to each server port")
 	fs.IntVar(&cfg.slowConns, "slow-conns", 1000, "idle or slow TCP connections held against each server")
-	fs.StringVar(&cfg.scenarios, "scenarios", "churn,relist,faults,hostile,slow", "the scenarios to run, comma-separated, in this order")
+	fs.StringVar(&cfg.scenarios, "scenarios", "churn,quiet,relist,faults,hostile,slow", "the scenarios to run, comma-separated, in this order")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the work directory (Corefiles, logs, the API server's files)")
 	fs.StringVar(&cfg.note, "note", "", "a line printed at the top of the report (for example what else the machine was doing)")
 	if err := fs.Parse(args); err != nil {

@@ -21,6 +21,7 @@ type results struct {
 	LoadSeconds       float64
 	SyncedRSS         map[string]int64
 	Churn             *churnResult
+	Quiet             *quietResult
 	Relist            *relistResult
 	Faults            []*faultResult
 	Hostile           []*hostileResult
@@ -139,6 +140,7 @@ func (r *report) write() {
 	r.p("")
 	r.summary()
 	r.churn()
+	r.quiet()
 	r.relist()
 	r.faults()
 	r.hostile()

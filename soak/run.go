@@ -54,6 +54,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		fn   func(context.Context) error
 	}{
 		{"churn", func(ctx context.Context) (err error) { e.res.Churn, err = runChurn(ctx, e); return err }},
+		{"quiet", func(ctx context.Context) (err error) { e.res.Quiet, err = runQuiet(ctx, e); return err }},
 		{"relist", func(ctx context.Context) (err error) { e.res.Relist, err = runRelist(ctx, e); return err }},
 		{"faults", func(ctx context.Context) (err error) { e.res.Faults, err = runFaults(ctx, e); return err }},
 		{"hostile", func(ctx context.Context) (err error) { e.res.Hostile, err = runHostile(ctx, e); return err }},

@@ -192,6 +192,30 @@ func (r *report) examples(by map[string]checkCount) {
 	}
 }
 
+func (r *report) quiet() {
+	q := r.res.Quiet
+	if q == nil {
+		return
+	}
+	r.p("## Updates that change nothing DNS reads")
+	r.p("")
+	r.p("For %.0f s, %d writers set a new annotation (a merge patch) on each headless service's EndpointSlice and each ClusterIP Service in turn, as fast as the API server accepts, with no checker running: %d slice and %d Service updates, %d failed (slices the churn left deleted). Nothing DNS reads changes, so no answer and no SOA serial may change.", q.Seconds, q.Writers, q.SliceUpdates, q.ServiceUpdates, q.Failed)
+	r.p("")
+	r.p("| | ours | stock |")
+	r.p("|---|---|---|")
+	updates := float64(q.SliceUpdates + q.ServiceUpdates)
+	perUpdate := func(k string) string {
+		if updates == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f", q.CPU[k]/updates*1e6)
+	}
+	r.p("| updates skipped (`coredns_watchcache_updates_skipped_total`): EndpointSlices, Services | %.0f of %d, %.0f of %d | no such counter |", q.Skipped["endpointslices"], q.SliceUpdates, q.Skipped["services"], q.ServiceUpdates)
+	r.p("| server CPU µs per update (utime+stime from the first write to a second after the last) | %s | %s |", perUpdate(keyOurs), perUpdate(keyStock))
+	r.p("| SOA serial of cluster.local before → after | %d → %d | %d → %d |", q.SerialBefore[keyOurs], q.SerialAfter[keyOurs], q.SerialBefore[keyStock], q.SerialAfter[keyStock])
+	r.p("")
+}
+
 func (r *report) relist() {
 	rl := r.res.Relist
 	if rl == nil {
