@@ -56,8 +56,15 @@ func (l *learntID) attach(b *builder) {
 // watchClusterID follows the id.k8s.io ClusterProperty until Shutdown,
 // and waits (up to the startup timeout) for its first reading.
 func (m *Multicluster) watchClusterID() error {
-	w, err := watchcache.NewClusterIDWatcher(m.cfg)
+	// A handle on the cache's connection, with no informer of its own:
+	// the watcher shares the connection and its apiserver_* limits.
+	h, err := watchcache.Acquire(m.cfg, 0)
 	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	w, err := watchcache.NewClusterIDWatcher(h)
+	if err != nil {
+		h.Release()
 		return plugin.Error(pluginName, err)
 	}
 	m.learnt = &learntID{}
@@ -67,7 +74,7 @@ func (m *Multicluster) watchClusterID() error {
 		defer close(done)
 		w.Run(ctx, m.learnt.set)
 	}()
-	m.stopWatch = func() { cancel(); <-done }
+	m.stopWatch = func() { cancel(); <-done; h.Release() }
 	select {
 	case <-w.FirstLook():
 	case <-time.After(m.startupTimeout):

@@ -14,12 +14,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
 
@@ -73,9 +76,19 @@ var registry = struct {
 
 // Cache is the shared state of one Config.
 type Cache struct {
-	cfg  Config
+	cfg Config
+	// rc and hc are the one connection every client of the cache uses
+	// (core, mcs, and the ClusterProperty watcher's dynamic and discovery
+	// clients): one HTTP/2 connection, one rate limiter and one in-flight
+	// limit for the apiserver_* options.
+	rc   *rest.Config
+	hc   *http.Client
 	core kubernetes.Interface
 	mcs  mcsclient.Interface
+	// probe is the /readyz probe of the connection while any informer
+	// runs (probe.go); guarded by registry's lock.
+	probe      *connProbe
+	probeEvery time.Duration
 
 	// refs counts Handles; guarded by registry's lock.
 	refs int
@@ -138,7 +151,11 @@ func (h *Handle) Release() {
 		if h.refs == 0 {
 			delete(registry.caches, h.cfg.key())
 		}
+		probe := h.idleProbe()
 		registry.Unlock()
+		if probe != nil {
+			probe.stop()
+		}
 		// Stopping waits for client-go's retry back-off when the API server
 		// is down; other Acquire and Release calls need not wait with it.
 		for _, inf := range idle {
@@ -152,15 +169,22 @@ func newCache(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	core, err := kubernetes.NewForConfig(protobuf(rc))
+	// One limiter for every client: each client made from a config with
+	// QPS and Burst would get a token bucket of its own.
+	rc.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(rc.QPS, rc.Burst)
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("create HTTP client: %w", err)
+	}
+	core, err := kubernetes.NewForConfigAndClient(protobuf(rc), hc)
 	if err != nil {
 		return nil, fmt.Errorf("create API client: %w", err)
 	}
-	mcs, err := mcsclient.NewForConfig(rc)
+	mcs, err := mcsclient.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("create MCS API client: %w", err)
 	}
-	return &Cache{cfg: cfg, core: core, mcs: mcs, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
+	return &Cache{cfg: cfg, rc: rc, hc: hc, core: core, mcs: mcs, probeEvery: probeInterval, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
 }
 
 // protobuf asks for the API's protobuf encoding, which built-in types
@@ -194,7 +218,25 @@ func (c *Cache) startInformers(resources Resources) (started Resources) {
 			started |= k
 		}
 	}
+	if started != 0 && c.probe == nil {
+		c.probe = c.startProbe()
+	}
 	return started
+}
+
+// idleProbe takes the connection's probe when no informer is left, for the
+// caller to stop once it has released registry's lock. Called with that
+// lock held.
+func (c *Cache) idleProbe() *connProbe {
+	c.mu.RLock()
+	idle := len(c.informers) == 0
+	c.mu.RUnlock()
+	if !idle || c.probe == nil {
+		return nil
+	}
+	p := c.probe
+	c.probe = nil
+	return p
 }
 
 // dropInformers counts one user less of each kind and returns the

@@ -50,17 +50,15 @@ type ClusterIDWatcher struct {
 	firstDone bool
 }
 
-// NewClusterIDWatcher makes a watcher for the cluster cfg reaches.
-func NewClusterIDWatcher(cfg Config) (*ClusterIDWatcher, error) {
-	rc, err := cfg.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(rc)
+// NewClusterIDWatcher makes a watcher over h's connection: the same
+// HTTP/2 connection, rate limiter and in-flight limit as the cache's
+// informers (the apiserver_* options). Keep h until the watcher stops.
+func NewClusterIDWatcher(h *Handle) (*ClusterIDWatcher, error) {
+	dyn, err := dynamic.NewForConfigAndClient(h.rc, h.hc)
 	if err != nil {
 		return nil, fmt.Errorf("create dynamic client: %w", err)
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(rc)
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(h.rc, h.hc)
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
 	}

@@ -43,7 +43,12 @@ func runWatcher(t *testing.T, cfg Config) *idLog {
 // startWatcher is runWatcher that also returns the watcher.
 func startWatcher(t *testing.T, cfg Config) (*ClusterIDWatcher, *idLog) {
 	t.Helper()
-	w, err := NewClusterIDWatcher(cfg)
+	h, err := Acquire(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Release)
+	w, err := NewClusterIDWatcher(h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,9 +29,6 @@ type informer struct {
 	refs   int
 	cancel context.CancelFunc
 	done   chan struct{}
-	// probe tells whether the API server answers on the informer's
-	// connection (probe.go).
-	probe func(context.Context) error
 	// absent: the API server does not serve the resource; nothing is
 	// called, so no permission is needed.
 	absent bool
@@ -119,8 +116,7 @@ func (c *Cache) newInformer(k Resources) *informer {
 		Handler:       c.handler(k, idx),
 		Transform:     src.transform,
 	})
-	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state, absent: absent,
-		probe: readyzProbe(c.probeClient(k))}
+	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state, absent: absent}
 }
 
 // start runs the informer, and checkAccess beside it so that a missing
@@ -139,7 +135,6 @@ func (inf *informer) start(checkAccess func(context.Context, *informer)) {
 	}()
 	go inf.reportSync(ctx)
 	go checkAccess(ctx, inf)
-	go inf.state.probeLoop(ctx, inf.probe)
 }
 
 // synced tells whether the first list completed, a watch has been

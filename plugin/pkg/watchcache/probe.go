@@ -14,17 +14,18 @@ import (
 // notices only after its HTTP/2 health check (about 45 s) and then its
 // retries of the new connection's TLS handshake, minutes later. The soak's
 // stalled proxy showed api_reachable at 1 through a whole minute of it. So
-// each informer asks the API server's /readyz over its own client every
-// probeInterval, without retries and with a short timeout: a failure says
-// within seconds that the API server is out of reach.
-const (
-	probeInterval = 10 * time.Second
-	probeTimeout  = 5 * time.Second
-)
+// the cache asks the API server's /readyz every probeInterval over the one
+// connection its informers watch on, without retries and with a short
+// timeout, and tells every informer the outcome: a failure says within
+// seconds that the API server is out of reach. One probe per connection,
+// not per informer: the answer is the same for all of them.
+var probeInterval = 10 * time.Second // a variable for the tests
 
-// readyzProbe returns a probe of /readyz through client, which is the
-// informer's own so that it rides on the same connection as its watch.
-// /readyz is open to every authenticated client (system:public-info-viewer).
+const probeTimeout = 5 * time.Second
+
+// readyzProbe returns a probe of /readyz through client, which rides on the
+// connection the informers watch on. /readyz is open to every
+// authenticated client (system:public-info-viewer).
 func readyzProbe(client rest.Interface) func(context.Context) error {
 	return func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, probeTimeout)
@@ -36,32 +37,56 @@ func readyzProbe(client rest.Interface) func(context.Context) error {
 	}
 }
 
-// probeClient is the client whose connection the informer of k watches
-// on: the custom resources' own, or the built-in types'.
-func (c *Cache) probeClient(k Resources) rest.Interface {
-	if k == ServiceImports {
-		return c.mcs.MulticlusterV1alpha1().RESTClient()
-	}
-	return c.core.CoreV1().RESTClient()
+// connProbe runs the connection's probe loop.
+type connProbe struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
-// probeLoop runs probe every probeInterval until ctx ends and reports each
-// outcome to s.
-func (s *connState) probeLoop(ctx context.Context, probe func(context.Context) error) {
-	t := time.NewTicker(probeInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// startProbe probes the connection every probeInterval until stopped, and
+// reports each outcome to every informer running then.
+func (c *Cache) startProbe() *connProbe {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &connProbe{cancel: cancel, done: make(chan struct{})}
+	probe := readyzProbe(c.core.CoreV1().RESTClient())
+	every := c.probeEvery
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			err := probe(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			for _, s := range c.connStates() {
+				s.probed(err)
+			}
 		}
-		err := probe(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		s.probed(err)
+	}()
+	return p
+}
+
+// stop ends the loop and waits for it.
+func (p *connProbe) stop() {
+	p.cancel()
+	<-p.done
+}
+
+// connStates are the states of the informers running now.
+func (c *Cache) connStates() []*connState {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*connState, 0, len(c.informers))
+	for _, inf := range c.informers {
+		out = append(out, inf.state)
 	}
+	return out
 }
 
 // probed records a probe's outcome. A failure that reached nothing marks
