@@ -177,7 +177,7 @@ func (f *fixture) loadBig(ctx context.Context, k int) error {
 	return f.createSlices(ctx, "bench-big", name, addrs, nil, false)
 }
 
-// parallel runs job for every i in [from, to) on cfg.loaders workers and
+// parallel runs job for every i in [from, to) on cfg.Loaders workers and
 // returns the first error.
 func (f *fixture) parallel(ctx context.Context, what string, from, to int, job func(context.Context, int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -185,7 +185,7 @@ func (f *fixture) parallel(ctx context.Context, what string, from, to int, job f
 	var next, done atomic.Int64
 	next.Store(int64(from))
 	var wg sync.WaitGroup
-	for range f.cfg.loaders {
+	for range f.cfg.Loaders {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)

@@ -25,7 +25,7 @@ type goBench struct {
 func buildInprocess(ctx context.Context, cfg *config, work string) (string, error) {
 	bin := filepath.Join(work, "inprocess.test")
 	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./inprocess")
-	cmd.Dir = filepath.Join(cfg.root, "bench")
+	cmd.Dir = filepath.Join(cfg.Root, "bench")
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the in-process benchmark: %w\n%s", err, out)

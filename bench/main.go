@@ -24,15 +24,15 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // config is the command line.
 type config struct {
-	root, coredns, outDir string
-	scale                 string
+	toolflags.Common
 	shapes                []shape
 	rounds                int
 	starts                int
@@ -42,10 +42,7 @@ type config struct {
 	benchtime             string
 	serverCPU, clientCPU  int
 	pin                   bool
-	note                  string
 	multicluster          bool
-	keep                  bool
-	loaders               int
 	profile               string
 	rewrite               bool
 	churn                 churnConfig
@@ -66,10 +63,7 @@ func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var shapes string
-	fs.StringVar(&cfg.root, "root", "..", "the repository's top directory")
-	fs.StringVar(&cfg.coredns, "coredns", "", "the CoreDNS binary (default ROOT/bin/coredns)")
-	fs.StringVar(&cfg.outDir, "out", "", "where the report goes (default ROOT/docs)")
-	fs.StringVar(&cfg.scale, "scale", "default", "preset: default (the shapes at full size) or small (a tenth of each, shorter runs)")
+	cfg.Register(fs, "benchmarks.md, .svg and .json", "Corefiles, logs, query files", "default (the shapes at full size) or small (a tenth of each, shorter runs)")
 	fs.StringVar(&shapes, "shapes", "S1,S2,S3,S4", "the cluster shapes to measure, comma-separated: S1 ClusterIP-heavy, S2 headless-heavy in one namespace, S3 the default fixture with pods (CPU, TCP and latency tests too), S4 fat services")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds of the CPU tests; figures are medians over rounds")
 	fs.IntVar(&cfg.starts, "starts", 3, "starts of kubeschema and of stock per shape, in turn, timed to their first complete answer (the figure is the median)")
@@ -82,31 +76,15 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.serverCPU, "server-cpu", 1, "CPU the DNS servers are pinned to")
 	fs.IntVar(&cfg.clientCPU, "client-cpu", 0, "CPU dnsperf is pinned to")
 	fs.BoolVar(&cfg.pin, "pin", true, "pin servers and dnsperf with taskset")
-	fs.StringVar(&cfg.note, "note", "", "a line printed at the top of the report (for example the conditions of the run)")
 	fs.BoolVar(&cfg.multicluster, "multicluster", true, "also compare kubeschema+multicluster with stock+multicluster on the clusterset mix (S3)")
-	fs.BoolVar(&cfg.keep, "keep", false, "keep the work directory (Corefiles, logs, query files)")
-	fs.IntVar(&cfg.loaders, "loaders", 16, "parallel API requests of the fixture loader")
 	fs.IntVar(&cfg.churn.rate, "churn-rate", 1000, "EndpointSlice updates per second offered during the churn")
 	fs.DurationVar(&cfg.churn.duration, "churn-duration", time.Minute, "length of the churn, per shape")
 	fs.IntVar(&cfg.churn.writers, "churn-writers", 64, "concurrent writers of the churn (client-go, no client-side rate limit)")
 	fs.IntVar(&cfg.churn.checkRate, "check-rate", 2000, "queries/s the checker sends to each server during the churn")
 	fs.BoolVar(&cfg.rewrite, "rewrite", false, "measure nothing: write benchmarks.md and benchmarks.svg again from OUT/benchmarks.json")
 	fs.StringVar(&cfg.profile, "profile", "", "write profiles to this directory: each Kubernetes target's heap after sync, and its CPU during one more fixed-load run of each test after the rounds (not in the figures)")
-	if err := fs.Parse(args); err != nil {
+	if err := cfg.Parse(fs, args, presets); err != nil {
 		return nil, err
-	}
-	preset, ok := presets[cfg.scale]
-	if !ok {
-		return nil, fmt.Errorf("unknown -scale %q (default or small)", cfg.scale)
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for name, value := range preset {
-		if !given[name] {
-			if err := fs.Set(name, value); err != nil {
-				return nil, err
-			}
-		}
 	}
 	return cfg, cfg.finish(shapes)
 }
@@ -114,23 +92,17 @@ func parseFlags(args []string) (*config, error) {
 // finish resolves paths and the shapes and checks the values.
 func (cfg *config) finish(shapes string) error {
 	var err error
-	if cfg.shapes, err = pickShapes(cfg.scale, shapes); err != nil {
+	if cfg.shapes, err = pickShapes(cfg.Scale, shapes); err != nil {
 		return fmt.Errorf("-shapes: %w", err)
 	}
-	if cfg.root, err = filepath.Abs(cfg.root); err != nil {
+	if err := cfg.Finish(); err != nil {
 		return err
-	}
-	if cfg.coredns == "" {
-		cfg.coredns = filepath.Join(cfg.root, "bin", "coredns")
-	}
-	if cfg.outDir == "" {
-		cfg.outDir = filepath.Join(cfg.root, "docs")
 	}
 	switch {
 	case cfg.rounds < 1 || cfg.starts < 1:
 		return errors.New("-rounds and -starts must be at least 1")
-	case cfg.loaders < 1 || cfg.churn.writers < 1:
-		return errors.New("-loaders and -churn-writers must be at least 1")
+	case cfg.churn.writers < 1:
+		return errors.New("-churn-writers must be at least 1")
 	case cfg.churn.rate < 1 || cfg.churn.checkRate < 1 || cfg.churn.duration <= 0:
 		return errors.New("-churn-rate, -check-rate and -churn-duration must be positive")
 	}

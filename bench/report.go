@@ -13,7 +13,7 @@ import (
 // writeReport writes docs/benchmarks.md, the chart it embeds and the raw
 // figures.
 func writeReport(cfg *config, res *results) error {
-	if err := os.MkdirAll(cfg.outDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return err
 	}
 	raw, err := json.MarshalIndent(res, "", "  ")
@@ -26,7 +26,7 @@ func writeReport(cfg *config, res *results) error {
 		"benchmarks.json": append(raw, '\n'),
 	}
 	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(cfg.outDir, name), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(cfg.OutDir, name), b, 0o644); err != nil {
 			return err
 		}
 	}
@@ -35,7 +35,7 @@ func writeReport(cfg *config, res *results) error {
 
 // rewrite writes the page and the chart again from the raw figures.
 func rewrite(cfg *config) error {
-	b, err := os.ReadFile(filepath.Join(cfg.outDir, "benchmarks.json"))
+	b, err := os.ReadFile(filepath.Join(cfg.OutDir, "benchmarks.json"))
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.keep {
+	if cfg.Keep {
 		logf("work directory (kept): %s", work)
 	} else {
 		defer os.RemoveAll(work)
@@ -136,7 +136,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 	if err := writeReport(cfg, e.res); err != nil {
 		return err
 	}
-	logf("wrote %s", filepath.Join(cfg.outDir, "benchmarks.md"))
+	logf("wrote %s", filepath.Join(cfg.OutDir, "benchmarks.md"))
 	if len(e.res.Errors) > 0 {
 		return errors.New(strings.Join(e.res.Errors, "; "))
 	}
@@ -154,7 +154,7 @@ func checkTools(cfg *config) error {
 			return fmt.Errorf("%s not found: run bench/deps.sh (make bench does)", t)
 		}
 	}
-	if _, err := os.Stat(cfg.coredns); err != nil {
+	if _, err := os.Stat(cfg.CoreDNS); err != nil {
 		return fmt.Errorf("%w: run make build (make bench does)", err)
 	}
 	return nil
@@ -166,8 +166,8 @@ func newResults(cfg *config, args []string) *results {
 		pinning = fmt.Sprintf("taskset: every DNS server process and the in-process benchmark on CPU %d (so GOMAXPROCS=1 for all), dnsperf on CPU %d", cfg.serverCPU, cfg.clientCPU)
 	}
 	return &results{
-		Started: time.Now(), Command: "cd bench && go run . " + shellJoin(args), Note: cfg.note, Scale: cfg.scale,
-		Machine: readMachine(cfg.coredns), Rounds: cfg.rounds, Duration: cfg.duration.String(), SatDuration: cfg.satDuration.String(),
+		Started: time.Now(), Command: "cd bench && go run . " + shellJoin(args), Note: cfg.Note, Scale: cfg.Scale,
+		Machine: readMachine(cfg.CoreDNS), Rounds: cfg.rounds, Duration: cfg.duration.String(), SatDuration: cfg.satDuration.String(),
 		Changes: cfg.changes, Benchtime: cfg.benchtime, Pinning: pinning, Commands: map[string]string{},
 		Churn:   churnSettings{Rate: cfg.churn.rate, Writers: cfg.churn.writers, CheckRate: cfg.churn.checkRate, Duration: cfg.churn.duration.String()},
 		Targets: map[string]string{},

@@ -120,7 +120,7 @@ func startServer(cfg *config, work, kubeconfig, shape string, t target) (*server
 	}
 	s.logPath = base + ".log"
 	s.started = time.Now()
-	if s.Child, err = procstat.StartChild(pinned(cfg, cfg.serverCPU, cfg.coredns, "-conf", conf), s.logPath); err != nil {
+	if s.Child, err = procstat.StartChild(pinned(cfg, cfg.serverCPU, cfg.CoreDNS, "-conf", conf), s.logPath); err != nil {
 		return nil, fmt.Errorf("%s: %w", t.Key, err)
 	}
 	return s, nil

@@ -101,14 +101,14 @@ func (f *fixture) load(ctx context.Context) error {
 	return nil
 }
 
-// parallel runs job for every i in [0, n) on cfg.loaders workers, retrying
+// parallel runs job for every i in [0, n) on cfg.Loaders workers, retrying
 // each a few times, and returns the first error.
 func (f *fixture) parallel(ctx context.Context, n int, job func(context.Context, int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range f.cfg.loaders {
+	for range f.cfg.Loaders {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)

@@ -23,27 +23,24 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // config is the command line.
 type config struct {
-	root, coredns, outDir string
-	scale                 string
-	headless, clusterIP   int
-	endpoints, imports    int
-	loaders               int
-	writers, churnRate    int
-	churnDuration         time.Duration
-	checkRate             int
-	outage                time.Duration
-	hostile               int
-	slowConns             int
-	keep                  bool
-	scenarios             string
-	note                  string
+	toolflags.Common
+	headless, clusterIP int
+	endpoints, imports  int
+	writers, churnRate  int
+	churnDuration       time.Duration
+	checkRate           int
+	outage              time.Duration
+	hostile             int
+	slowConns           int
+	scenarios           string
 }
 
 // presets are the scales: flag values applied unless given on the command
@@ -59,15 +56,11 @@ var presets = map[string]map[string]string{
 func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
-	fs.StringVar(&cfg.root, "root", "..", "the repository's top directory")
-	fs.StringVar(&cfg.coredns, "coredns", "", "the CoreDNS binary (default ROOT/bin/coredns)")
-	fs.StringVar(&cfg.outDir, "out", "", "where reliability.md goes (default ROOT/docs)")
-	fs.StringVar(&cfg.scale, "scale", "default", "preset: default (the issue's scale) or small (a tenth, shorter phases)")
+	cfg.Register(fs, "reliability.md", "Corefiles, logs, the API server's files", "default (the issue's scale) or small (a tenth, shorter phases)")
 	fs.IntVar(&cfg.headless, "headless", 2000, "headless services, each with one EndpointSlice")
 	fs.IntVar(&cfg.clusterIP, "clusterip", 1000, "ClusterIP services, each with one EndpointSlice")
 	fs.IntVar(&cfg.endpoints, "endpoints", 10, "endpoints per service")
 	fs.IntVar(&cfg.imports, "imports", 200, "ClusterSetIP ServiceImports (multicluster)")
-	fs.IntVar(&cfg.loaders, "loaders", 16, "parallel API requests of the fixture loader")
 	fs.IntVar(&cfg.writers, "writers", 96, "concurrent writers of the churn (client-go, protobuf, 8 per HTTP/2 connection)")
 	fs.IntVar(&cfg.churnRate, "churn-rate", 0, "cap on the churn's writes per second (0: as fast as the API server accepts)")
 	fs.DurationVar(&cfg.churnDuration, "churn-duration", time.Minute, "length of the churn")
@@ -76,44 +69,22 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.hostile, "hostile", 50000, "hostile messages sent to each server port")
 	fs.IntVar(&cfg.slowConns, "slow-conns", 1000, "idle or slow TCP connections held against each server")
 	fs.StringVar(&cfg.scenarios, "scenarios", "churn,quiet,relist,faults,hostile,slow", "the scenarios to run, comma-separated, in this order")
-	fs.BoolVar(&cfg.keep, "keep", false, "keep the work directory (Corefiles, logs, the API server's files)")
-	fs.StringVar(&cfg.note, "note", "", "a line printed at the top of the report (for example what else the machine was doing)")
-	if err := fs.Parse(args); err != nil {
+	if err := cfg.Parse(fs, args, presets); err != nil {
 		return nil, err
-	}
-	preset, ok := presets[cfg.scale]
-	if !ok {
-		return nil, fmt.Errorf("unknown -scale %q (default or small)", cfg.scale)
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for name, value := range preset {
-		if !given[name] {
-			if err := fs.Set(name, value); err != nil {
-				return nil, fmt.Errorf("preset %s: %w", name, err)
-			}
-		}
 	}
 	return cfg, cfg.finish()
 }
 
 // finish resolves paths and checks the values.
 func (cfg *config) finish() error {
-	var err error
-	if cfg.root, err = filepath.Abs(cfg.root); err != nil {
-		return fmt.Errorf("-root: %w", err)
-	}
-	if cfg.coredns == "" {
-		cfg.coredns = filepath.Join(cfg.root, "bin", "coredns")
-	}
-	if cfg.outDir == "" {
-		cfg.outDir = filepath.Join(cfg.root, "docs")
+	if err := cfg.Finish(); err != nil {
+		return err
 	}
 	switch {
 	case cfg.headless <= probeServices || cfg.clusterIP < 1 || cfg.endpoints < 1:
 		return fmt.Errorf("-headless must be over %d, -clusterip and -endpoints at least 1", probeServices)
-	case cfg.loaders < 1 || cfg.writers < 1 || cfg.checkRate < 1:
-		return errors.New("-loaders, -writers and -check-rate must be at least 1")
+	case cfg.writers < 1 || cfg.checkRate < 1:
+		return errors.New("-writers and -check-rate must be at least 1")
 	case cfg.churnDuration <= 0 || cfg.outage <= 0:
 		return errors.New("-churn-duration and -outage must be positive")
 	}

@@ -32,7 +32,7 @@ type results struct {
 
 func newResults(cfg *config, args []string) *results {
 	return &results{
-		Started: time.Now(), Command: command(cfg, args), Note: cfg.note, Machine: machine(),
+		Started: time.Now(), Command: command(cfg, args), Note: cfg.Note, Machine: machine(),
 		Fixture: fmt.Sprintf("%d headless services × %d endpoints and %d ClusterIP services (one EndpointSlice each, %d per namespace), %d ServiceImports",
 			cfg.headless, cfg.endpoints, cfg.clusterIP, servicesPerNS, cfg.imports),
 		SyncedRSS: map[string]int64{},
@@ -58,8 +58,8 @@ func command(cfg *config, args []string) string {
 		}
 	}
 	base := "make soak"
-	if cfg.scale != "default" {
-		base += " SCALE=" + cfg.scale
+	if cfg.Scale != "default" {
+		base += " SCALE=" + cfg.Scale
 	}
 	if len(kept) == 0 {
 		return base
@@ -85,22 +85,22 @@ func machine() string {
 	return fmt.Sprintf("%d CPUs (%s), %s%s", runtime.NumCPU(), model, runtime.Version(), load)
 }
 
-// writeReport writes reliability.md and reliability.json into cfg.outDir.
+// writeReport writes reliability.md and reliability.json into cfg.OutDir.
 func writeReport(cfg *config, res *results) error {
-	if err := os.MkdirAll(cfg.outDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return fmt.Errorf("report directory: %w", err)
 	}
 	raw, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode results: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(cfg.outDir, "reliability.json"), append(raw, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.OutDir, "reliability.json"), append(raw, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
 	var b strings.Builder
 	r := &report{b: &b, res: res}
 	r.write()
-	if err := os.WriteFile(filepath.Join(cfg.outDir, "reliability.md"), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.OutDir, "reliability.md"), []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil

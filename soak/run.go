@@ -32,14 +32,14 @@ func (e *env) ours() *server { return e.servers[0] }
 // run sets up the cluster and the servers, runs every scenario in turn and
 // writes the report, also after a scenario failed.
 func run(ctx context.Context, cfg *config, args []string) error {
-	if _, err := os.Stat(cfg.coredns); err != nil {
-		return fmt.Errorf("%s missing (make build): %w", cfg.coredns, err)
+	if _, err := os.Stat(cfg.CoreDNS); err != nil {
+		return fmt.Errorf("%s missing (make build): %w", cfg.CoreDNS, err)
 	}
 	work, err := os.MkdirTemp("", "schemadns-soak-")
 	if err != nil {
 		return fmt.Errorf("work directory: %w", err)
 	}
-	if cfg.keep {
+	if cfg.Keep {
 		logf("work directory (kept): %s", work)
 	} else {
 		defer os.RemoveAll(work)
@@ -79,7 +79,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 	if err := writeReport(cfg, e.res); err != nil {
 		return err
 	}
-	logf("wrote %s", filepath.Join(cfg.outDir, "reliability.md"))
+	logf("wrote %s", filepath.Join(cfg.OutDir, "reliability.md"))
 	if len(e.res.Errors) > 0 {
 		return fmt.Errorf("%d scenarios failed: %s", len(e.res.Errors), strings.Join(e.res.Errors, "; "))
 	}

@@ -100,7 +100,7 @@ func startServer(cfg *config, work, key, kubeconfig string) (*server, error) {
 		return nil, fmt.Errorf("write %s: %w", conf, err)
 	}
 	s.logPath = filepath.Join(work, key+".log")
-	if s.Child, err = procstat.StartChild(exec.Command(cfg.coredns, "-conf", conf), s.logPath); err != nil {
+	if s.Child, err = procstat.StartChild(exec.Command(cfg.CoreDNS, "-conf", conf), s.logPath); err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	return s, nil
