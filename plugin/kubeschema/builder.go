@@ -141,25 +141,40 @@ func (b *builder) apply(e *dnszone.Edit, marks *changes.Set) bool {
 		}
 	}
 	for key := range marks.Keys {
-		if prev := e.Remove(key.Labels()); prev != nil {
-			e.RemovePTRs(prev)
-		}
-		b.put(e, key.Namespace, b.cache.Service(key.Namespace, key.Name))
+		b.rebuild(e, key)
 	}
 	return len(marks.Keys) > 0
 }
 
+// rebuild replaces the facts of the service of key in e with what the
+// cache says now, and changes the PTR entries of the addresses that came
+// or went.
+func (b *builder) rebuild(e *dnszone.Edit, key changes.Key) {
+	prev := e.Service(key.Labels())
+	next := b.facts(key.Namespace, b.cache.Service(key.Namespace, key.Name))
+	e.UpdatePTRs(prev, next)
+	switch {
+	case next != nil:
+		e.Put(next)
+	case prev != nil:
+		e.Remove(key.Labels())
+	}
+}
+
 // put adds svc's facts and PTR entries, if it is served and has a name.
 func (b *builder) put(e *dnszone.Edit, ns string, svc *watchcache.Service) {
+	if facts := b.facts(ns, svc); facts != nil {
+		e.Put(facts)
+		e.AddPTRs(facts)
+	}
+}
+
+// facts are svc's facts; nil when it is not served or has no name.
+func (b *builder) facts(ns string, svc *watchcache.Service) *dnszone.Facts {
 	if svc == nil || !b.k.serves(b.cache, ns) {
-		return
+		return nil
 	}
-	facts := serviceFacts(b.input(svc), &b.k.opts)
-	if facts == nil {
-		return
-	}
-	e.Put(facts)
-	e.AddPTRs(facts)
+	return serviceFacts(b.input(svc), &b.k.opts)
 }
 
 // buildInput is one service with its served endpoints.

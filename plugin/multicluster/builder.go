@@ -117,7 +117,7 @@ func (b *builder) fullBuild() *dnszone.Snapshot {
 	}
 	for ip := range b.ptrs.candidates {
 		if p := b.ptrs.served(ip); p != nil {
-			e.AddPTR(ip, p.svc, p.ep)
+			e.AddPTR(ip, p.svc)
 		}
 	}
 	return e.Done()
@@ -156,9 +156,9 @@ func (b *builder) apply() {
 		if p != nil && p.svc == svc && p.ep == ep || p == nil && svc == nil {
 			continue
 		}
-		edit().ClearPTR(ip, nil)
+		edit().ClearPTR(ip, "")
 		if p != nil {
-			edit().AddPTR(ip, p.svc, p.ep)
+			edit().AddPTR(ip, p.svc)
 		}
 	}
 	if e == nil {

@@ -266,7 +266,9 @@ func ptrRecords(key changes.Key, svc *dnszone.Facts, zone string) map[netip.Addr
 		case target == "":
 			continue
 		}
-		out[svc.EndpointAddr(i)] = ptrRecord{imp: key, svc: svc, ep: i, target: target}
+		if _, ok := out[svc.EndpointAddr(i)]; !ok { // the first endpoint at an address has its record
+			out[svc.EndpointAddr(i)] = ptrRecord{imp: key, svc: svc, ep: i, target: target}
+		}
 	}
 	return out
 }

@@ -29,7 +29,7 @@ func TestDocFigures(t *testing.T) {
 	quotes := []struct{ file, phrase string }{
 		{"service.go", fmt.Sprintf("an endpoint keeps %d bytes in its service and %d in the PTR index", endpointBytes, ptrBytes)},
 		{"service.go", fmt.Sprintf("endpoint is how a service keeps an address: %d bytes", endpointBytes)},
-		{"snapshot.go", fmt.Sprintf("virtual address. %d bytes", ptrBytes)},
+		{"snapshot.go", fmt.Sprintf("addresses that came or went. %d bytes", ptrBytes)},
 		{"../../../docs/architecture.md", fmt.Sprintf("%d-byte endpoints", endpointBytes)},
 		{"../../../docs/architecture.md", fmt.Sprintf("%s allocation for a one-record answer", words[answerAllocs])},
 		{"../../kubeschema/README.md", fmt.Sprintf("addresses in %d-byte form", addrBytes)},

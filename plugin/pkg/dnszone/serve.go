@@ -272,9 +272,11 @@ func (srv *Server) lookupReverse(q *Query, rest string) Result {
 		return Result{}
 	}
 	zone := srv.forwardZone()
-	out := make([]dns.RR, len(entries))
+	out := make([]dns.RR, 0, len(entries))
 	for i := range entries {
-		out[i] = &dns.PTR{Hdr: q.hdr(q.Owner, dns.TypePTR, srv.TTL), Ptr: entries[i].target(zone)}
+		if t := q.Snap.ptrTarget(entries[i], zone); t != "" {
+			out = append(out, &dns.PTR{Hdr: q.hdr(q.Owner, dns.TypePTR, srv.TTL), Ptr: t})
+		}
 	}
 	return Result{Answer: out}
 }

@@ -14,7 +14,7 @@
 // bytes per endpoint (a record struct, an IP slice, an owner string, a PTR
 // record, its reverse name, SRV records per port), more than the stock
 // plugin keeps for the same cluster. Here an endpoint keeps 24 bytes in its
-// service and 16 in the PTR index (figures_test.go measures both); the
+// service and 32 in the PTR index (figures_test.go measures both); the
 // records of an answer are built in one or two allocations, faster than the
 // copy a shared record would need for the question's case.
 //
@@ -23,6 +23,7 @@
 package dnszone
 
 import (
+	"bytes"
 	"net/netip"
 	"slices"
 	"strings"
@@ -175,6 +176,26 @@ func (e *endpoint) ip() []byte {
 
 func (e *endpoint) is4() bool   { return e.flags&flagV4 != 0 }
 func (e *endpoint) named() bool { return e.flags&flagUnnamed == 0 }
+
+// hasPTR tells whether endpoint i's address has a PTR record of the
+// service: every address of a virtual service, the named endpoints of a
+// headless one.
+func (s *Facts) hasPTR(i int) bool { return s.kind == Virtual || s.endpoints[i].named() }
+
+// firstAt is the index of the first endpoint at addr, or where it would
+// be: IPv4 endpoints come first, each part sorted by address.
+func (s *Facts) firstAt(addr [16]byte) int {
+	lo, hi := 0, s.n4
+	if !isV4Mapped(addr) {
+		lo, hi = s.n4, len(s.endpoints)
+	}
+	i, _ := slices.BinarySearchFunc(s.endpoints[lo:hi], addr, func(e endpoint, t [16]byte) int { return bytes.Compare(e.addr[:], t[:]) })
+	return lo + i
+}
+
+func isV4Mapped(a [16]byte) bool {
+	return a[10] == 0xff && a[11] == 0xff && a[0]|a[1]|a[2]|a[3]|a[4]|a[5]|a[6]|a[7]|a[8]|a[9] == 0
+}
 
 // label is e's host label without its group suffix.
 func (s *Facts) label(e *endpoint) string {

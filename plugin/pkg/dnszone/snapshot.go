@@ -33,15 +33,23 @@ type Snapshot struct {
 	serial uint32
 }
 
-// ptrEntry says that an address is endpoint ep of svc: its PTR record
-// points to that endpoint's host name, or to the service name for a
-// virtual address. 16 bytes: the address is the endpoint's.
+// ptrEntry says that addr has a PTR record of the service of key: to the
+// host name of its first named endpoint at addr, or to the service name
+// for a virtual address. The entry names the service by key, not by its
+// facts, so that a rebuilt service keeps the entries of the addresses it
+// still has: an update touches only the entries of the addresses that
+// came or went. 32 bytes.
 type ptrEntry struct {
-	svc *Facts
-	ep  int32
+	addr [16]byte
+	key  string
 }
 
-func (p *ptrEntry) addr() *[16]byte { return &p.svc.endpoints[p.ep].addr }
+func comparePTR(a, b ptrEntry) int {
+	if c := bytes.Compare(a.addr[:], b.addr[:]); c != 0 {
+		return c
+	}
+	return strings.Compare(a.key, b.key)
+}
 
 func serviceShard(key string) int {
 	h := uint32(2166136261) // FNV-1a
@@ -81,9 +89,9 @@ func (s *Snapshot) Services() []*Facts {
 func (s *Snapshot) ptrOf(addr netip.Addr) []ptrEntry {
 	a := addr.As16()
 	sh := s.ptr[ptrShard(a)]
-	i, _ := slices.BinarySearchFunc(sh, a, func(e ptrEntry, t [16]byte) int { return bytes.Compare(e.addr()[:], t[:]) })
+	i, _ := slices.BinarySearchFunc(sh, a, func(e ptrEntry, t [16]byte) int { return bytes.Compare(e.addr[:], t[:]) })
 	j := i
-	for j < len(sh) && *sh[j].addr() == a {
+	for j < len(sh) && sh[j].addr == a {
 		j++
 	}
 	return sh[i:j]
@@ -94,20 +102,43 @@ func (s *Snapshot) ptrOf(addr netip.Addr) []ptrEntry {
 func (s *Snapshot) PTRs(zone string, fn func(addr netip.Addr, target string)) {
 	for _, sh := range s.ptr {
 		for _, e := range sh {
-			fn(addrOf(*e.addr()), e.target(zone))
+			if t := s.ptrTarget(e, zone); t != "" {
+				fn(addrOf(e.addr), t)
+			}
 		}
 	}
 }
 
 func addrOf(a [16]byte) netip.Addr { return netip.AddrFrom16(a).Unmap() }
 
-// target is the name the entry's PTR record points to, under zone.
-func (e *ptrEntry) target(zone string) string {
-	name := e.svc.key + ".svc." + zone
-	if h := e.svc.HostName(int(e.ep), name); h != "" {
-		return h
+// ptrTarget is the name e's PTR record points to under zone; "" if the
+// index and the services disagree (never, when edits keep them in step).
+func (s *Snapshot) ptrTarget(e ptrEntry, zone string) string {
+	svc, ep := s.ptrEndpoint(e)
+	if svc == nil {
+		return ""
 	}
-	return name
+	name := svc.key + ".svc." + zone
+	if svc.kind == Virtual {
+		return name
+	}
+	return svc.HostName(ep, name)
+}
+
+// ptrEndpoint is the service of e and the index of the endpoint its record
+// is of: the first of e's address with a PTR record.
+func (s *Snapshot) ptrEndpoint(e ptrEntry) (*Facts, int) {
+	svc := s.Service(e.key)
+	if svc == nil {
+		return nil, 0
+	}
+	i := svc.firstAt(e.addr)
+	for ; i < len(svc.endpoints) && svc.endpoints[i].addr == e.addr; i++ {
+		if svc.hasPTR(i) {
+			return svc, i
+		}
+	}
+	return nil, 0
 }
 
 // Edit changes a snapshot that is not published yet. Each shard (and the
@@ -149,13 +180,6 @@ func (e *Edit) Done() *Snapshot {
 	s := e.s
 	e.s = nil
 	return s
-}
-
-func comparePTR(a, b ptrEntry) int {
-	if c := bytes.Compare(a.addr()[:], b.addr()[:]); c != 0 {
-		return c
-	}
-	return strings.Compare(a.svc.key, b.svc.key)
 }
 
 func (e *Edit) serviceShard(key string) map[string]*Facts {
@@ -221,54 +245,124 @@ func (e *Edit) ptrShard(addr [16]byte) *[]ptrEntry {
 	return &e.s.ptr[i]
 }
 
-// AddPTR says that addr is endpoint ep of svc.
-func (e *Edit) AddPTR(addr netip.Addr, svc *Facts, ep int) {
-	a := addr.As16()
-	sh := e.ptrShard(a)
-	*sh = append(*sh, ptrEntry{svc: svc, ep: int32(ep)})
-	e.ptrUnsorted[ptrShard(a)] = true
+// AddPTR says that addr has a PTR record of svc (of its first endpoint at
+// addr with one). Adding it twice is harmless.
+func (e *Edit) AddPTR(addr netip.Addr, svc *Facts) {
+	e.addPTR(ptrEntry{addr: addr.As16(), key: svc.key})
 }
 
-// ClearPTR removes the entries of addr: svc's, or every one when svc is
-// nil.
-func (e *Edit) ClearPTR(addr netip.Addr, svc *Facts) {
-	a := addr.As16()
-	match := func(p ptrEntry) bool { return *p.addr() == a && (svc == nil || p.svc == svc) }
-	// A scan of one shard (a 256th of the addresses) before copying it:
-	// most removals of a rebuilt service find their entries, but a
-	// headless service's unnamed endpoints have none.
-	if !slices.ContainsFunc(e.s.ptr[ptrShard(a)], match) {
+func (e *Edit) addPTR(p ptrEntry) {
+	i := ptrShard(p.addr)
+	if e.fresh || e.ptrUnsorted[i] {
+		// A build: sorted once, at Done.
+		sh := e.ptrShard(p.addr)
+		*sh = append(*sh, p)
+		e.ptrUnsorted[i] = true
 		return
 	}
+	at, found := slices.BinarySearchFunc(e.s.ptr[i], p, comparePTR)
+	if found {
+		return
+	}
+	sh := e.ptrShard(p.addr)
+	*sh = slices.Insert(*sh, at, p)
+}
+
+// ClearPTR removes the entries of addr: the service of key's, or every
+// one when key is "".
+func (e *Edit) ClearPTR(addr netip.Addr, key string) {
+	a := addr.As16()
+	i := ptrShard(a)
+	match := func(p ptrEntry) bool { return p.addr == a && (key == "" || p.key == key) }
+	if e.ptrUnsorted[i] {
+		sh := e.ptrShard(a)
+		*sh = slices.DeleteFunc(*sh, match)
+		return
+	}
+	lo, _ := slices.BinarySearchFunc(e.s.ptr[i], ptrEntry{addr: a, key: key}, comparePTR)
+	hi := lo
+	for hi < len(e.s.ptr[i]) && match(e.s.ptr[i][hi]) {
+		hi++
+	}
+	if lo == hi {
+		return // none: nothing to copy
+	}
 	sh := e.ptrShard(a)
-	*sh = slices.DeleteFunc(*sh, match)
+	*sh = slices.Delete(*sh, lo, hi)
 }
 
 // AddPTRs indexes every address of svc that has a PTR record: each
 // address of a virtual service, each named endpoint of a headless one.
-func (e *Edit) AddPTRs(svc *Facts) {
-	for i := range svc.endpoints {
-		if svc.kind == Virtual || svc.endpoints[i].named() {
-			e.AddPTR(svc.endpoints[i].Addr(), svc, i)
-		}
+func (e *Edit) AddPTRs(svc *Facts) { e.UpdatePTRs(nil, svc) }
+
+// RemovePTRs removes the entries AddPTRs made for svc.
+func (e *Edit) RemovePTRs(svc *Facts) { e.UpdatePTRs(svc, nil) }
+
+// UpdatePTRs changes the entries of prev (the facts a service had, nil if
+// none) into those of next (its new facts, nil when it goes; the same key
+// as prev). An address both have keeps its entry, untouched: only the
+// addresses that came or went cost a change, and only their shards are
+// copied.
+func (e *Edit) UpdatePTRs(prev, next *Facts) {
+	was, is := ptrAddrs(prev), ptrAddrs(next)
+	key := ""
+	if prev != nil {
+		key = prev.key
+	}
+	gone, came := diffSorted(was, is)
+	for _, a := range gone {
+		e.ClearPTR(addrOf(a), key)
+	}
+	for _, a := range came {
+		e.addPTR(ptrEntry{addr: a, key: next.key})
 	}
 }
 
-// RemovePTRs removes the entries AddPTRs made for svc.
-func (e *Edit) RemovePTRs(svc *Facts) {
-	for i := range svc.endpoints {
-		e.ClearPTR(svc.endpoints[i].Addr(), svc)
+// ptrAddrs are the addresses of svc with a PTR record, sorted, each once.
+func ptrAddrs(svc *Facts) [][16]byte {
+	if svc == nil {
+		return nil
 	}
+	out := make([][16]byte, 0, len(svc.endpoints))
+	for i := range svc.endpoints {
+		if a := svc.endpoints[i].addr; svc.hasPTR(i) && (len(out) == 0 || out[len(out)-1] != a) {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Compact(out)
+}
+
+// diffSorted returns what is only in a and what is only in b, both sorted.
+func diffSorted(a, b [][16]byte) (onlyA, onlyB [][16]byte) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || i < len(a) && bytes.Compare(a[i][:], b[j][:]) < 0:
+			onlyA = append(onlyA, a[i])
+			i++
+		case i == len(a) || bytes.Compare(a[i][:], b[j][:]) > 0:
+			onlyB = append(onlyB, b[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return onlyA, onlyB
 }
 
 // PTROwner is the first entry of addr's PTR records: the service and the
 // index of its endpoint; nil when addr has none.
 func (s *Snapshot) PTROwner(addr netip.Addr) (svc *Facts, ep int) {
 	if entries := s.ptrOf(addr); len(entries) > 0 {
-		return entries[0].svc, int(entries[0].ep)
+		return s.ptrEndpoint(entries[0])
 	}
 	return nil, 0
 }
+
+// Service is the service of key in the snapshot being edited, or nil.
+func (e *Edit) Service(key string) *Facts { return e.s.Service(key) }
 
 // SetSerial sets the serial of the snapshot being edited.
 func (e *Edit) SetSerial(serial uint32) { e.s.serial = serial }
