@@ -64,8 +64,11 @@ type shapeResult struct {
 	// probes' complete answers, one per start (the last start is the
 	// process measured afterwards).
 	FirstAnswer map[string][]float64
-	Churn       *churnResult
-	Perf        *perfFigures // the CPU, TCP and latency tests (the default fixture only)
+	// Together is the same, for ours and stock started at the same moment
+	// against the one API server, unpinned, -starts times.
+	Together map[string][]float64
+	Churn    *churnResult
+	Perf     *perfFigures // the CPU, TCP and latency tests (the default fixture only)
 }
 
 // perfFigures are the figures of the tests run on the default fixture.
@@ -190,7 +193,7 @@ type shapeRun struct {
 // answer and its memory read), runs the default fixture's tests when the
 // shape has them, then the churn, and stops everything.
 func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) {
-	sr := &shapeResult{Shape: sh, Memory: map[string]memory{}, FirstAnswer: map[string][]float64{}}
+	sr := &shapeResult{Shape: sh, Memory: map[string]memory{}, FirstAnswer: map[string][]float64{}, Together: map[string][]float64{}}
 	logf("%s %s: %s", sh.Name, sh.Title, sh.describe())
 	logFile, err := os.Create(filepath.Join(e.work, sh.Name+"-kubeapi.log"))
 	if err != nil {
@@ -221,6 +224,9 @@ func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) 
 		e.inprocess() // its build must not run beside the measurements; an error shows where it is used
 	}
 	if err := r.timedStarts(ctx); err != nil {
+		return sr, err
+	}
+	if err := r.startsTogether(ctx); err != nil {
 		return sr, err
 	}
 	for _, t := range e.targets(sh) {
@@ -278,13 +284,54 @@ func (r *shapeRun) timedStarts(ctx context.Context) error {
 	return nil
 }
 
+// startsTogether starts ours and stock at the same moment, -starts times,
+// unpinned (each may take a CPU of its own, as replicas on two nodes
+// would), and times each to its first complete answer: they list from the
+// one API server at once, as after a control-plane restart or when stock
+// and ours run side by side during an upgrade.
+func (r *shapeRun) startsTogether(ctx context.Context) error {
+	unpinned := *r.cfg
+	unpinned.pin = false
+	for range r.cfg.starts {
+		pair := []target{targetOurs, targetStock}
+		started := make([]*server, len(pair))
+		errs := make([]error, len(pair))
+		var wg sync.WaitGroup
+		for i, t := range pair {
+			wg.Go(func() { started[i], errs[i] = r.launchWith(ctx, &unpinned, t) })
+		}
+		wg.Wait()
+		for i, t := range pair {
+			if started[i] != nil {
+				r.servers[t.Key] = started[i]
+			}
+			if errs[i] != nil {
+				return errs[i]
+			}
+			r.sr.Together[t.Key] = append(r.sr.Together[t.Key], started[i].syncTime.Seconds())
+		}
+		logf("started together: kubeschema answers completely after %s, stock after %s",
+			started[0].syncTime.Round(time.Millisecond), started[1].syncTime.Round(time.Millisecond))
+		r.stop(keyOurs, keyStock)
+	}
+	return nil
+}
+
 // launch starts t and waits until it answers the probes completely.
 func (r *shapeRun) launch(ctx context.Context, t target) (*server, error) {
-	s, err := startServer(r.cfg, r.work, r.cluster.Kubeconfig, r.sr.Shape.Name, t)
+	s, err := r.launchWith(ctx, r.cfg, t)
+	if s != nil {
+		r.servers[t.Key] = s
+	}
+	return s, err
+}
+
+// launchWith is launch with cfg's pinning; the caller keeps the server.
+func (r *shapeRun) launchWith(ctx context.Context, cfg *config, t target) (*server, error) {
+	s, err := startServer(cfg, r.work, r.cluster.Kubeconfig, r.sr.Shape.Name, t)
 	if err != nil {
 		return nil, err
 	}
-	r.servers[t.Key] = s
 	probes := []sentinel{{name: "whoami.bench.", qtype: dns.TypeA}} // whoami answers in Additional: any NOERROR will do
 	if t.kube {
 		probes = r.clusterSentinels()

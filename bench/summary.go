@@ -184,11 +184,18 @@ func goals(res *results) []goal {
 	}
 	ratio("answer size, "+big+" headless A over TCP: kubeschema / stock", shapeLabel(perfName), "≤ 0.50",
 		p.answerBytes(keyOurs), p.answerBytes(keyStock), 0.5, "bytes")
-	first := goal{What: "start to first complete answer: kubeschema vs stock", Shape: shapeLabel("S2"), Goal: "≤ stock's", Met: "not measured", Measured: "–"}
+	first := goal{What: "start to first complete answer, each started alone: kubeschema / stock", Shape: shapeLabel("S2"), Goal: "≤ 0.80", Met: "not measured", Measured: "–"}
 	if sr := byName["S2"]; sr != nil && sr.firstAnswer(keyOurs) > 0 && sr.firstAnswer(keyStock) > 0 {
 		a, b := sr.firstAnswer(keyOurs), sr.firstAnswer(keyStock)
-		first.Measured = fmt.Sprintf("%.2f s vs %.2f s (medians of %d starts each)", a, b, len(sr.FirstAnswer[keyOurs]))
-		first.Met = metText(a <= b)
+		first.Measured = fmt.Sprintf("%.2f (%.2f s / %.2f s, medians of %d starts each)", a/b, a, b, len(sr.FirstAnswer[keyOurs]))
+		first.Met = metText(a <= 0.8*b)
+	}
+	out = append(out, first)
+	first = goal{What: "start to first complete answer, both started at the same moment: kubeschema / stock", Shape: shapeLabel("S2"), Goal: "≤ 0.80", Met: "not measured", Measured: "–"}
+	if sr := byName["S2"]; sr != nil && median(sr.Together[keyOurs]) > 0 && median(sr.Together[keyStock]) > 0 {
+		a, b := median(sr.Together[keyOurs]), median(sr.Together[keyStock])
+		first.Measured = fmt.Sprintf("%.2f (%.2f s / %.2f s, medians of %d starts)", a/b, a, b, len(sr.Together[keyOurs]))
+		first.Met = metText(a <= 0.8*b)
 	}
 	out = append(out, first)
 	// cpu is a CPU-per-query ratio of medians, with the range of the
