@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,33 @@ func clusterDNSOf(t *testing.T, tree string) rbacCase {
 		t.Fatalf("deploy/%s: the Deployment runs as ServiceAccount %q, want %q", tree, got, sa.GetName())
 	}
 	return rbacCase{tree: tree, corefile: r.corefileOf(t, "Deployment", "coredns"), role: role}
+}
+
+// checkResourceNames: every name that a Role or ClusterRole of r grants
+// by resourceNames is an object of r of that resource, in the Role's
+// namespace. kustomize renames every resourceNames entry equal to the name
+// of a ConfigMap it generates to the ConfigMap's hashed name, whatever
+// resource the rule is for (kubernetes-sigs/kustomize#4254): the
+// autoscaler's rule for the coredns Deployment would then name no object.
+func checkResourceNames(t *testing.T, tree string, r rendered) {
+	t.Helper()
+	for _, o := range r.objects {
+		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
+			continue
+		}
+		for _, rule := range typed[rbacv1.ClusterRole](t, o).Rules {
+			for _, res := range rule.Resources {
+				plural, _, _ := strings.Cut(res, "/")
+				for _, name := range rule.ResourceNames {
+					if !slices.ContainsFunc(r.objects, func(x *unstructured.Unstructured) bool {
+						return strings.ToLower(x.GetKind())+"s" == plural && x.GetName() == name && x.GetNamespace() == o.GetNamespace()
+					}) {
+						t.Errorf("deploy/%s: %s %s grants %v on %s %q, which is not in the manifests", tree, o.GetKind(), o.GetName(), rule.Verbs, res, name)
+					}
+				}
+			}
+		}
+	}
 }
 
 // resourceOf names a rule's resource as the log does: "services",

@@ -184,8 +184,9 @@ func TestDeployDryRun(t *testing.T) {
 }
 
 // TestDeployWiring checks what a dry run cannot: that every tree runs the
-// same pinned image, and that the probes and ports of the Deployment and
-// the DaemonSet point where their Corefiles listen.
+// same pinned image, that the probes and ports of the Deployment and the
+// DaemonSet point where their Corefiles listen, and that what RBAC grants
+// by name exists.
 func TestDeployWiring(t *testing.T) {
 	base := renderDeploy(t, "base")
 	want := containerImage(t, base.find(t, "Deployment", "coredns"))
@@ -194,6 +195,7 @@ func TestDeployWiring(t *testing.T) {
 	}
 	for _, tree := range deployTrees {
 		r := renderDeploy(t, tree)
+		checkResourceNames(t, tree, r)
 		for _, o := range r.objects {
 			if o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet" {
 				continue
