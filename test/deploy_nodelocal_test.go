@@ -21,17 +21,20 @@ import (
 // front of the cluster DNS.
 
 // TestDeployNodeLocalAutopath runs the two Corefiles of the node-local
-// component together, as a node would: the cluster DNS (kube-dns) and the
-// node-local cache, each on port 53 of a loopback address standing for
-// 10.96.0.10 and 169.254.20.10, with the node's resolv.conf naming a stub
-// upstream. The example Pod's dnsConfig, as a resolv.conf, then resolves
-// short names with glibc: the pod's own namespace, another namespace, and
-// a name outside the cluster. The node-local Corefile is the same with
+// component with the multicluster component together, as a node would:
+// the cluster DNS (kube-dns) and the node-local cache, each on port 53 of
+// a loopback address standing for 10.96.0.10 and 169.254.20.10, with the
+// node's resolv.conf naming a stub upstream. The example Pod's dnsConfig,
+// as a resolv.conf, then resolves short names with glibc: the pod's own
+// namespace, another namespace, and a name outside the cluster; and the
+// clusterset name of a ServiceImport, which the node-local cache must
+// send to the cluster DNS (not to the node's resolvers) for the two
+// components to work together. The node-local Corefile is the same with
 // any other components (TestDeployComponentsCompose).
 func TestDeployNodeLocalAutopath(t *testing.T) {
 	c := kubeapi.Shared(t)
 	bin := coreDNSBinary(t)
-	r := renderCombo(t, combo{"node-local"})
+	r := renderCombo(t, combo{"multicluster", "node-local"})
 	_, pod := examplePod(t)
 	if pod.Spec.DNSPolicy != corev1.DNSNone || pod.Spec.DNSConfig == nil || len(pod.Spec.DNSConfig.Nameservers) == 0 {
 		t.Fatalf("the example Pod is not set up for autopath: %+v", pod.Spec.DNSConfig)
@@ -48,10 +51,14 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 		t.Fatalf("kube-dns has cluster IP %s, the node-local Corefile forwards to %s", svc.Spec.ClusterIP, clusterDNSIP)
 	}
 
-	// The services the pod looks up, in its namespace and another.
+	// The services the pod looks up, in its namespace and another, and an
+	// import of the cluster set.
 	other := newKubeEnv(t).namespace("deploy-nl")
 	web := createClusterIPService(t, pod.Namespace, "deploy-web")
 	db := createClusterIPService(t, other, "db")
+	mc := newMcEnv(t)
+	imports := mc.namespace("deploy-nl")
+	mc.createImport(imports, mcClusterSetIP("shared", []string{"10.247.51.10"}, mcPort("http", corev1.ProtocolTCP, 80)))
 
 	node, cluster := freeLoopback53(t), freeLoopback53(t)
 	for cluster == node {
@@ -128,6 +135,7 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 		{"kubernetes", "kubernetes.default.svc.cluster.local", "10.96.0.1"},
 		{"db." + other, "db." + other + ".svc.cluster.local", db},
 		{apExternal, apExternal, apExternal4},
+		{"shared." + imports + ".svc.clusterset.local", "shared." + imports + ".svc.clusterset.local", "10.247.51.10"},
 	} {
 		got := glibcLookup(t, resolv.String(), tc.name)
 		if !got.found || !slices.Contains(got.addrs, tc.addr) || !strings.EqualFold(strings.TrimSuffix(got.canonical, "."), tc.canonical) {
