@@ -131,15 +131,24 @@ func TestDeployComponentsCompose(t *testing.T) {
 	}
 	for _, c := range allCombos() {
 		r := renderCombo(t, c)
-		wantIDs, wantGrants := map[string]bool{}, map[string][]string{}
+		wantIDs, wantGrants := map[string]*unstructured.Unstructured{}, map[string][]string{}
 		for _, p := range append([]rendered{base}, partsOf(c, alone)...) {
 			maps.Copy(wantIDs, objectIDs(t, p))
 			for sa, rules := range grants(t, p) {
 				wantGrants[sa] = slices.Compact(slices.Sorted(slices.Values(append(wantGrants[sa], rules...))))
 			}
 		}
-		if got := objectIDs(t, r); !maps.Equal(got, wantIDs) {
-			t.Errorf("%s: objects\n%s\nwant the base's and its components'\n%s", c, sortedKeys(got), sortedKeys(wantIDs))
+		got := objectIDs(t, r)
+		if g, w := slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(wantIDs)); !slices.Equal(g, w) {
+			t.Errorf("%s: objects\n%s\nwant the base's and its components'\n%s", c, strings.Join(g, "\n"), strings.Join(w, "\n"))
+		}
+		// A component's own labels, annotations or images transformer
+		// would reach every object of the build: components leave the
+		// base's objects' metadata as it is.
+		for id, b := range objectIDs(t, base) {
+			if o := got[id]; o != nil && (!maps.Equal(o.GetLabels(), b.GetLabels()) || !maps.Equal(o.GetAnnotations(), b.GetAnnotations())) {
+				t.Errorf("%s: %s has labels %v and annotations %v, the base's %v and %v", c, id, o.GetLabels(), o.GetAnnotations(), b.GetLabels(), b.GetAnnotations())
+			}
 		}
 		for _, w := range r.objects {
 			if !mountsConfig(t, w) {
@@ -178,11 +187,11 @@ func partsOf(c combo, alone map[string]rendered) []rendered {
 	return parts
 }
 
-// objectIDs names the objects of r by kind, namespace and name, less the
+// objectIDs is the objects of r by kind, namespace and name, less the
 // ConfigMaps that workloads mount (their names carry a hash of the content;
 // composedConfig checks those): a generated ConfigMap that a workload does
-// not mount, a second coredns-<hash> say, stays in.
-func objectIDs(t *testing.T, r rendered) map[string]bool {
+// not mount, a second coredns-config-<hash> say, stays in.
+func objectIDs(t *testing.T, r rendered) map[string]*unstructured.Unstructured {
 	t.Helper()
 	mounted := map[string]bool{}
 	for _, w := range r.objects {
@@ -192,16 +201,16 @@ func objectIDs(t *testing.T, r rendered) map[string]bool {
 			}
 		}
 	}
-	ids := map[string]bool{}
+	ids := map[string]*unstructured.Unstructured{}
 	for _, o := range r.objects {
 		if o.GetKind() == "ConfigMap" && mounted[o.GetNamespace()+"/"+o.GetName()] {
 			continue
 		}
 		id := fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
-		if ids[id] {
+		if ids[id] != nil {
 			t.Errorf("%s twice", id)
 		}
-		ids[id] = true
+		ids[id] = o
 	}
 	return ids
 }
@@ -313,10 +322,6 @@ func grants(t *testing.T, r rendered) map[string][]string {
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]bool) string {
-	return strings.Join(slices.Sorted(maps.Keys(m)), "\n")
 }
 
 // componentProbe is a name that the cluster DNS answers one way with a
