@@ -133,7 +133,8 @@ main() {
 	build kube-apiserver kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver \
 		-ldflags "$ldflags"
 	# kubectl comes from the same Kubernetes release: the deploy/ tests render
-	# the overlays with `kubectl kustomize` and dry-run them on the server.
+	# the base and its components with `kubectl kustomize` and dry-run them on
+	# the server.
 	build kubectl kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl \
 		-ldflags "$ldflags"
 	if [[ -n $e2e ]]; then

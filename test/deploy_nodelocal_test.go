@@ -17,20 +17,24 @@ import (
 	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
-// The node-local overlay of deploy/ run as a node would run it, in front of
-// the cluster DNS.
+// The node-local component of deploy/ run as a node would run it, in
+// front of the cluster DNS.
 
-// TestDeployNodeLocalAutopath runs the node-local overlay's two Corefiles
-// together, as a node would: the cluster DNS (kube-dns) and the node-local
-// cache, each on port 53 of a loopback address standing for 10.96.0.10 and
-// 169.254.20.10, with the node's resolv.conf naming a stub upstream. The
-// example Pod's dnsConfig, as a resolv.conf, then resolves short names
-// with glibc: the pod's own namespace, another namespace, and a name
-// outside the cluster.
+// TestDeployNodeLocalAutopath runs the two Corefiles of the node-local
+// component with the multicluster component together, as a node would:
+// the cluster DNS (kube-dns) and the node-local cache, each on port 53 of
+// a loopback address standing for 10.96.0.10 and 169.254.20.10, with the
+// node's resolv.conf naming a stub upstream. The example Pod's dnsConfig,
+// as a resolv.conf, then resolves short names with glibc: the pod's own
+// namespace, another namespace, and a name outside the cluster; and the
+// clusterset name of a ServiceImport, which the node-local cache must
+// send to the cluster DNS (not to the node's resolvers) for the two
+// components to work together. The node-local Corefile is the same with
+// any other components (TestDeployComponentsCompose).
 func TestDeployNodeLocalAutopath(t *testing.T) {
 	c := kubeapi.Shared(t)
 	bin := coreDNSBinary(t)
-	r := renderDeploy(t, "overlays/node-local")
+	r := renderCombo(t, combo{"multicluster", "node-local"})
 	_, pod := examplePod(t)
 	if pod.Spec.DNSPolicy != corev1.DNSNone || pod.Spec.DNSConfig == nil || len(pod.Spec.DNSConfig.Nameservers) == 0 {
 		t.Fatalf("the example Pod is not set up for autopath: %+v", pod.Spec.DNSConfig)
@@ -47,10 +51,14 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 		t.Fatalf("kube-dns has cluster IP %s, the node-local Corefile forwards to %s", svc.Spec.ClusterIP, clusterDNSIP)
 	}
 
-	// The services the pod looks up, in its namespace and another.
+	// The services the pod looks up, in its namespace and another, and an
+	// import of the cluster set.
 	other := newKubeEnv(t).namespace("deploy-nl")
 	web := createClusterIPService(t, pod.Namespace, "deploy-web")
 	db := createClusterIPService(t, other, "db")
+	mc := newMcEnv(t)
+	imports := mc.namespace("deploy-nl")
+	mc.createImport(imports, mcClusterSetIP("shared", []string{"10.247.51.10"}, mcPort("http", corev1.ProtocolTCP, 80)))
 
 	node, cluster := freeLoopback53(t), freeLoopback53(t)
 	for cluster == node {
@@ -64,17 +72,21 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	clusterCF := editCorefile(t, r.corefileOf(t, "Deployment", "coredns"), []edit{
+	clusterFiles := r.configOf(t, "Deployment", "coredns")
+	clusterFiles = editConfig(t, clusterFiles, append([]edit{
 		{".:53 {\n", ".:53 {\n    bind " + cluster + "\n"},
 		{"    health {\n", "    health 127.0.0.1:0 {\n"},
 		{"    ready\n", "    ready 127.0.0.1:0\n"},
 		{"    prometheus :9153\n", "    prometheus 127.0.0.1:0\n"},
-		{"    kubeschema cluster.local in-addr.arpa ip6.arpa {\n", "    kubeschema cluster.local in-addr.arpa ip6.arpa {\n        kubeconfig " + c.Kubeconfig + "\n"},
 		{"    forward . /etc/resolv.conf {\n", "    forward . " + upstream.addr + " {\n"},
-	})
-	runCorefile(t, bin, clusterCF, &coreDNSProcess{})
+	}, kubeconfigEdits(clusterFiles, c.Kubeconfig)...))
+	runConfig(t, bin, clusterFiles, &coreDNSProcess{})
 
-	nodeCF := r.corefileOf(t, "DaemonSet", "node-local-dns")
+	nodeFiles := r.configOf(t, "DaemonSet", "node-local-dns")
+	if len(nodeFiles) != 1 {
+		t.Fatalf("the node-local cache mounts %d files, want its Corefile alone:\n%s", len(nodeFiles), nodeFiles)
+	}
+	nodeCF := nodeFiles["Corefile"]
 	for _, e := range []edit{
 		{"forward . /etc/resolv.conf\n", "forward . " + upstream.addr + "\n"},
 		{"search /etc/resolv.conf\n", "search " + nodeResolv + "\n"},
@@ -123,6 +135,7 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 		{"kubernetes", "kubernetes.default.svc.cluster.local", "10.96.0.1"},
 		{"db." + other, "db." + other + ".svc.cluster.local", db},
 		{apExternal, apExternal, apExternal4},
+		{"shared." + imports + ".svc.clusterset.local", "shared." + imports + ".svc.clusterset.local", "10.247.51.10"},
 	} {
 		got := glibcLookup(t, resolv.String(), tc.name)
 		if !got.found || !slices.Contains(got.addrs, tc.addr) || !strings.EqualFold(strings.TrimSuffix(got.canonical, "."), tc.canonical) {

@@ -3,10 +3,12 @@ package test
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,53 +38,106 @@ func (p *coreDNSProcess) log() string {
 	return p.out.String()
 }
 
-// startClusterDNS runs the cluster DNS Corefile of deploy/ on loopback:
-// the edits are only those that put it on free loopback ports, point it at
+// config is what a workload mounts from its ConfigMap: file name to
+// content, the Corefile and the files it imports.
+type config map[string]string
+
+// String lists the files in name order, each under its name.
+func (c config) String() string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(c)) {
+		fmt.Fprintf(&b, "--- %s\n%s", name, c[name])
+	}
+	return b.String()
+}
+
+// startClusterDNS runs the cluster DNS config of deploy/ on loopback: the
+// edits are only those that put it on free loopback ports, point it at
 // the test's API server and upstream; each edit must apply, so a change to
-// the Corefile that this test no longer understands fails it.
-func startClusterDNS(t *testing.T, bin, corefile, kubeconfig, upstream string) *coreDNSProcess {
+// the config that this test no longer understands fails it.
+func startClusterDNS(t *testing.T, bin string, files config, kubeconfig, upstream string) *coreDNSProcess {
 	t.Helper()
 	dnsPort, readyPort := freeLoopbackPort(t), freeLoopbackPort(t)
-	cf := editCorefile(t, corefile, []edit{
+	files = editConfig(t, files, append([]edit{
 		{".:53 {\n", fmt.Sprintf(".:%d {\n    bind 127.0.0.1\n", dnsPort)},
 		{"    health {\n", "    health 127.0.0.1:0 {\n"},
 		{"    ready\n", fmt.Sprintf("    ready 127.0.0.1:%d\n", readyPort)},
 		{"    prometheus :9153\n", "    prometheus 127.0.0.1:0\n"},
-		{"    kubeschema cluster.local in-addr.arpa ip6.arpa {\n", "    kubeschema cluster.local in-addr.arpa ip6.arpa {\n        kubeconfig " + kubeconfig + "\n"},
 		{"    forward . /etc/resolv.conf {\n", "    forward . " + upstream + " {\n"},
-	})
-	if strings.Contains(cf, "    multicluster clusterset.local") {
-		cf = editCorefile(t, cf, []edit{{"    multicluster clusterset.local in-addr.arpa ip6.arpa {\n",
-			"    multicluster clusterset.local in-addr.arpa ip6.arpa {\n        kubeconfig " + kubeconfig + "\n"}})
-	}
+	}, kubeconfigEdits(files, kubeconfig)...))
 	p := &coreDNSProcess{dnsAddr: fmt.Sprintf("127.0.0.1:%d", dnsPort), readyURL: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)}
-	runCorefile(t, bin, cf, p)
+	runConfig(t, bin, files, p)
 	return p
+}
+
+// kubeconfigEdits give the plugins of the cluster DNS config that watch
+// the API server the test's kubeconfig: kubeschema, and multicluster where
+// a component imports it.
+func kubeconfigEdits(files config, kubeconfig string) []edit {
+	edits := []edit{{"    kubeschema cluster.local in-addr.arpa ip6.arpa {\n",
+		"    kubeschema cluster.local in-addr.arpa ip6.arpa {\n        kubeconfig " + kubeconfig + "\n"}}
+	const mc = "multicluster clusterset.local in-addr.arpa ip6.arpa {\n"
+	for _, content := range files {
+		if strings.Contains(content, mc) {
+			edits = append(edits, edit{mc, mc + "    kubeconfig " + kubeconfig + "\n"})
+		}
+	}
+	return edits
 }
 
 // edit replaces the one occurrence of old with new.
 type edit struct{ old, new string }
 
-func editCorefile(t *testing.T, corefile string, edits []edit) string {
+// editConfig applies each edit to the one file that has its old text, once;
+// it fails the test when the text is not in exactly one place.
+func editConfig(t *testing.T, files config, edits []edit) config {
 	t.Helper()
+	out := maps.Clone(files)
 	for _, e := range edits {
-		if n := strings.Count(corefile, e.old); n != 1 {
-			t.Fatalf("the Corefile has %q %d times, want once:\n%s", e.old, n, corefile)
+		var where []string
+		for name, content := range out {
+			for range strings.Count(content, e.old) {
+				where = append(where, name)
+			}
 		}
-		corefile = strings.Replace(corefile, e.old, e.new, 1)
+		if len(where) != 1 {
+			t.Fatalf("the config has %q %d times (in %q), want once:\n%s", e.old, len(where), where, out)
+		}
+		out[where[0]] = strings.Replace(out[where[0]], e.old, e.new, 1)
 	}
-	return corefile
+	return out
 }
 
 // runCorefile starts bin on corefile, its output going to p, and stops it
 // when the test ends.
 func runCorefile(t *testing.T, bin, corefile string, p *coreDNSProcess) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "Corefile")
-	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
+	runConfig(t, bin, config{"Corefile": corefile}, p)
+}
+
+// runConfig writes files into one directory as the kubelet mounts a
+// ConfigMap volume (each a link through ..data into a directory of the
+// version), and starts bin on its Corefile, which finds the files it
+// imports beside it; its output goes to p. It stops it when the test ends.
+func runConfig(t *testing.T, bin string, files config, p *coreDNSProcess) {
+	t.Helper()
+	dir := t.TempDir()
+	const version = "..2026_01_01_00_00_00.000000001"
+	if err := os.Mkdir(filepath.Join(dir, version), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-conf", path)
+	if err := os.Symlink(version, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, version, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "-conf", filepath.Join(dir, "Corefile"))
 	cmd.Stdout, cmd.Stderr = p, p
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -91,7 +146,7 @@ func runCorefile(t *testing.T, bin, corefile string, p *coreDNSProcess) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("Corefile:\n%s\nlog:\n%s", corefile, p.log())
+			t.Logf("config:\n%s\nlog:\n%s", files, p.log())
 		}
 	})
 }

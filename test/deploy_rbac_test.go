@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,67 +21,102 @@ import (
 // what the Corefile needs, and a clear log line for a missing permission
 // or rejected credentials.
 
-// rbacCase is the cluster-DNS part of a tree: its Corefile and ClusterRole.
+// rbacCase is the cluster DNS of a combination of components: its config
+// and ClusterRole.
 type rbacCase struct {
-	tree     string
-	corefile string
-	role     *rbacv1.ClusterRole
+	combo  combo
+	config config
+	role   *rbacv1.ClusterRole
 }
 
-func clusterDNSOf(t *testing.T, tree string) rbacCase {
+func clusterDNSOf(t *testing.T, c combo) rbacCase {
 	t.Helper()
-	r := renderDeploy(t, tree)
+	r := renderCombo(t, c)
 	role := typed[rbacv1.ClusterRole](t, r.find(t, "ClusterRole", "system:schemadns"))
 	binding := typed[rbacv1.ClusterRoleBinding](t, r.find(t, "ClusterRoleBinding", "system:schemadns"))
 	sa := r.find(t, "ServiceAccount", "coredns")
 	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 ||
 		binding.Subjects[0].Name != sa.GetName() || binding.Subjects[0].Namespace != sa.GetNamespace() {
-		t.Fatalf("deploy/%s: the binding %+v does not bind ClusterRole %s to ServiceAccount %s/%s",
-			tree, binding, role.Name, sa.GetNamespace(), sa.GetName())
+		t.Fatalf("%s: the binding %+v does not bind ClusterRole %s to ServiceAccount %s/%s",
+			c, binding, role.Name, sa.GetNamespace(), sa.GetName())
 	}
 	deploy := r.find(t, "Deployment", "coredns")
 	if got, _, _ := unstructured.NestedString(deploy.Object, "spec", "template", "spec", "serviceAccountName"); got != sa.GetName() {
-		t.Fatalf("deploy/%s: the Deployment runs as ServiceAccount %q, want %q", tree, got, sa.GetName())
+		t.Fatalf("%s: the Deployment runs as ServiceAccount %q, want %q", c, got, sa.GetName())
 	}
-	return rbacCase{tree: tree, corefile: r.corefileOf(t, "Deployment", "coredns"), role: role}
+	return rbacCase{combo: c, config: r.configOf(t, "Deployment", "coredns"), role: role}
 }
 
-// resourceOf names a rule's resource as the log does: "services",
-// "endpointslices.discovery.k8s.io".
-func resourceOf(rule rbacv1.PolicyRule) string {
-	if g := rule.APIGroups[0]; g != "" {
-		return rule.Resources[0] + "." + g
+// key tells cluster DNS setups apart: the config and the rules.
+func (rc rbacCase) key() string { return fmt.Sprintf("%s%v", rc.config, rc.role.Rules) }
+
+// clusterDNSCases are the cluster DNS setups of every combination of
+// components, each once (node-local and autoscaler change neither), from
+// the smallest combination that makes it.
+func clusterDNSCases(t *testing.T) []rbacCase {
+	t.Helper()
+	var cases []rbacCase
+	seen := map[string]bool{}
+	for _, c := range allCombos() {
+		rc := clusterDNSOf(t, c)
+		if !seen[rc.key()] {
+			seen[rc.key()] = true
+			cases = append(cases, rc)
+		}
 	}
-	return rule.Resources[0]
+	return cases
 }
 
-// TestDeployLeastPrivilege runs the cluster DNS Corefile of each tree as
-// a ServiceAccount bound to the tree's ClusterRole, with a kubeconfig that
-// carries only a token from the TokenRequest API: it syncs and answers.
-// Then, for each rule, as a ServiceAccount bound to a copy without that
-// rule: start-up logs one line naming the missing permission, readiness
-// stays failed, and cluster names get SERVFAIL, never a wrong answer.
+// TestDeployLeastPrivilege runs the cluster DNS config of each setup that
+// a combination of components makes as a ServiceAccount bound to its
+// ClusterRole, with a kubeconfig that carries only a token from the
+// TokenRequest API: it syncs and answers, and each component's option is
+// at work (componentProbes: the Corefile imported what the components
+// added). Then, for the base, each component alone and all components
+// together (the union of the RBAC), for each rule, as a ServiceAccount
+// bound to a copy without that rule: start-up logs one line naming the
+// missing permission, readiness stays failed, and cluster names get
+// SERVFAIL, never a wrong answer. The other combinations' rules are those
+// of their parts (TestDeployComponentsCompose), each shown needed by the
+// part that adds it.
 func TestDeployLeastPrivilege(t *testing.T) {
 	c := kubeapi.Shared(t)
 	bin := coreDNSBinary(t)
 	upstream := startStubUpstream(t)
-	for _, tree := range deployTrees[:4] {
-		rc := clusterDNSOf(t, tree)
+	probes := newComponentProbes(t)
+	checkProbesCover(t, probes)
+	// The setups whose every rule is taken away in turn: the base, each
+	// component alone, all of them.
+	removals := map[string]bool{}
+	for _, c := range append([]combo{{}, slices.Clone(deployComponents)}, singles()...) {
+		removals[clusterDNSOf(t, c).key()] = true
+	}
+	for _, rc := range clusterDNSCases(t) {
 		for _, rule := range rc.role.Rules {
 			if len(rule.APIGroups) != 1 || len(rule.Resources) != 1 || strings.Join(rule.Verbs, ",") != "list,watch" || len(rule.ResourceNames) != 0 {
-				t.Errorf("deploy/%s: rule %+v is not list and watch on one resource", tree, rule)
+				t.Errorf("%s: rule %+v is not list and watch on one resource", rc.combo, rule)
 			}
 		}
-		t.Run(strings.ReplaceAll(tree, "/", "_"), func(t *testing.T) {
+		t.Run(rc.combo.String(), func(t *testing.T) {
 			t.Run("all rules", func(t *testing.T) {
 				t.Parallel()
 				p := runAsServiceAccount(t, c, bin, rc, rc.role.Rules, upstream.addr)
 				p.waitReady(t, true)
 				p.expectAnswer(t, "kubernetes.default.svc.cluster.local.", dns.RcodeSuccess, "kubernetes.default.svc.cluster.local.\t30\tIN\tA\t10.96.0.1")
+				for _, probe := range probes {
+					want := probe.without
+					if rc.combo.has(probe.component) {
+						want = probe.with
+					}
+					p.expectAnswer(t, probe.name, want.rcode, want.answer)
+				}
 				if strings.Contains(p.log(), "permission denied") {
 					t.Errorf("a permission was reported missing:\n%s", p.log())
 				}
 			})
+			if !removals[rc.key()] {
+				return
+			}
 			for i, rule := range rc.role.Rules {
 				res := resourceOf(rule)
 				rules := append(append([]rbacv1.PolicyRule{}, rc.role.Rules[:i]...), rc.role.Rules[i+1:]...)
@@ -110,6 +146,42 @@ func TestDeployLeastPrivilege(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkResourceNames: every name that a Role or ClusterRole of r grants
+// by resourceNames is an object of r of that resource, in the Role's
+// namespace. kustomize renames every resourceNames entry equal to the name
+// of a ConfigMap it generates to the ConfigMap's hashed name, whatever
+// resource the rule is for (kubernetes-sigs/kustomize#4254): the
+// autoscaler's rule for the coredns Deployment would then name no object.
+func checkResourceNames(t *testing.T, what string, r rendered) {
+	t.Helper()
+	for _, o := range r.objects {
+		if o.GetKind() != "Role" && o.GetKind() != "ClusterRole" {
+			continue
+		}
+		for _, rule := range typed[rbacv1.ClusterRole](t, o).Rules {
+			for _, res := range rule.Resources {
+				plural, _, _ := strings.Cut(res, "/")
+				for _, name := range rule.ResourceNames {
+					if !slices.ContainsFunc(r.objects, func(x *unstructured.Unstructured) bool {
+						return strings.ToLower(x.GetKind())+"s" == plural && x.GetName() == name && x.GetNamespace() == o.GetNamespace()
+					}) {
+						t.Errorf("%s: %s %s grants %v on %s %q, which is not in the manifests", what, o.GetKind(), o.GetName(), rule.Verbs, res, name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// resourceOf names a rule's resource as the log does: "services",
+// "endpointslices.discovery.k8s.io".
+func resourceOf(rule rbacv1.PolicyRule) string {
+	if g := rule.APIGroups[0]; g != "" {
+		return rule.Resources[0] + "." + g
+	}
+	return rule.Resources[0]
 }
 
 // optionalResources are read where the API server serves them, and a
@@ -144,12 +216,12 @@ func probeName(rule rbacv1.PolicyRule) string {
 func TestDeployWrongCredentials(t *testing.T) {
 	c := kubeapi.Shared(t)
 	bin := coreDNSBinary(t)
-	rc := clusterDNSOf(t, "base")
+	rc := clusterDNSOf(t, combo{})
 	kubeconfig, err := c.KubeconfigForToken("not-a-valid-token")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startClusterDNS(t, bin, rc.corefile, kubeconfig, startStubUpstream(t).addr)
+	p := startClusterDNS(t, bin, rc.config, kubeconfig, startStubUpstream(t).addr)
 	want := "services: the API server rejects this server's credentials (401 Unauthorized)"
 	eventually(t, 30*time.Second, "the log says the credentials are rejected", func() bool {
 		return strings.Contains(p.log(), want)
@@ -205,5 +277,5 @@ func runAsServiceAccount(t *testing.T, c *kubeapi.Cluster, bin string, rc rbacCa
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startClusterDNS(t, bin, rc.corefile, kubeconfig, upstream)
+	return startClusterDNS(t, bin, rc.config, kubeconfig, upstream)
 }

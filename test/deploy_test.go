@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,41 +22,53 @@ import (
 	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
-// The deploy/ manifests, proven against the real API server: every overlay
-// is accepted by a server-side dry run; the ClusterRole is exactly what the
-// Corefile needs (the binary syncs with a token of the ServiceAccount, and
-// names the missing permission when any one rule is taken away); and the
-// node-local cache's Corefile in front of the cluster DNS's resolves the
-// example Pod's short names through gensearchpath and edns0autopath.
+// The deploy/ manifests, proven against the real API server: the base
+// with every combination of the components of deploy/components is
+// accepted by a server-side dry run and composes (deploy_components_test.go);
+// the ClusterRole is exactly what the Corefile needs (the binary syncs with
+// a token of the ServiceAccount, and names the missing permission when any
+// one rule is taken away); and the node-local cache's Corefile in front of
+// the cluster DNS's resolves the example Pod's short names through
+// gensearchpath and edns0autopath.
 //
-// The tests are in four files: rendering and the dry run and wiring of the
-// manifests (this one), least privilege and credentials
+// The tests are in five files: rendering and the dry run and wiring of the
+// manifests (this one), how the components combine
+// (deploy_components_test.go), least privilege and credentials
 // (deploy_rbac_test.go), the node-local cache (deploy_nodelocal_test.go),
-// and the binary run from a tree's Corefile (deploy_process_test.go).
+// and the binary run from a rendered config (deploy_process_test.go).
 
-// deployTrees are the kustomize directories, base first.
-var deployTrees = []string{
-	"base",
-	"overlays/pods-verified",
-	"overlays/namespace-labels",
-	"overlays/multicluster",
-	"overlays/node-local",
-	"overlays/autoscaler",
-}
-
-// rendered is one kustomize tree rendered by `kubectl kustomize`.
+// rendered is one kustomization rendered by `kubectl kustomize`.
 type rendered struct {
 	yaml    []byte
 	objects []*unstructured.Unstructured
 }
 
-// renderDeploy renders deploy/<tree> with the kubectl of the tools cache.
+// renders holds each kustomization rendered in this run, by name
+// (every test renders the same ones; the objects are only read).
+var renders struct {
+	sync.Mutex
+	m map[string]rendered
+}
+
+// renderDeploy renders deploy/<tree> (the base or an overlay).
 func renderDeploy(t *testing.T, tree string) rendered {
 	t.Helper()
+	return renderDir(t, "deploy/"+tree, func() string { return filepath.Join("..", "deploy", tree) })
+}
+
+// renderDir renders the kustomization named what, in the directory dir
+// returns, with the kubectl of the tools cache; once per run.
+func renderDir(t *testing.T, what string, dir func() string) rendered {
+	t.Helper()
+	renders.Lock()
+	defer renders.Unlock()
+	if r, ok := renders.m[what]; ok {
+		return r
+	}
 	kubectl := kubectlPath(t)
-	out, err := exec.Command(kubectl, "kustomize", filepath.Join("..", "deploy", tree)).Output()
+	out, err := exec.Command(kubectl, "kustomize", dir()).Output()
 	if err != nil {
-		t.Fatalf("kubectl kustomize deploy/%s: %v\n%s", tree, err, stderrOf(err))
+		t.Fatalf("kubectl kustomize %s: %v\n%s", what, err, stderrOf(err))
 	}
 	r := rendered{yaml: out}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
@@ -63,12 +77,16 @@ func renderDeploy(t *testing.T, tree string) rendered {
 		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			t.Fatalf("deploy/%s: decode: %v", tree, err)
+			t.Fatalf("%s: decode: %v", what, err)
 		}
 		if obj != nil {
 			r.objects = append(r.objects, &unstructured.Unstructured{Object: obj})
 		}
 	}
+	if renders.m == nil {
+		renders.m = map[string]rendered{}
+	}
+	renders.m[what] = r
 	return r
 }
 
@@ -112,35 +130,51 @@ func typed[T any](t *testing.T, u *unstructured.Unstructured) *T {
 	return out
 }
 
-// corefileOf is the Corefile that workload kind/name mounts from its
-// "config" volume: found through the volume, so the test follows the
-// hashed ConfigMap name the way the kubelet does.
-func (r rendered) corefileOf(t *testing.T, kind, name string) string {
+// configOf is what workload kind/name mounts from the ConfigMap of its
+// "config" volume, file name to content: found through the volume, so the
+// test follows the hashed ConfigMap name and the keys the way the kubelet
+// does.
+func (r rendered) configOf(t *testing.T, kind, name string) config {
 	t.Helper()
-	w := r.find(t, kind, name)
-	vols, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", "volumes")
-	cmName := ""
-	for _, v := range vols {
-		if v, ok := v.(map[string]any); ok && v["name"] == "config" {
-			cmName, _, _ = unstructured.NestedString(v, "configMap", "name")
+	var src *corev1.ConfigMapVolumeSource
+	for _, v := range podTemplate(t, r.find(t, kind, name)).Spec.Volumes {
+		if v.Name == "config" {
+			src = v.ConfigMap
 		}
 	}
-	if cmName == "" {
+	if src == nil {
 		t.Fatalf("%s %s mounts no ConfigMap as volume config", kind, name)
 	}
-	cm := typed[corev1.ConfigMap](t, r.find(t, "ConfigMap", cmName))
-	cf, ok := cm.Data["Corefile"]
-	if !ok {
-		t.Fatalf("ConfigMap %s has no Corefile", cmName)
+	cm := typed[corev1.ConfigMap](t, r.find(t, "ConfigMap", src.Name))
+	files := config{}
+	if len(src.Items) == 0 {
+		maps.Copy(files, cm.Data)
 	}
-	return cf
+	for _, item := range src.Items {
+		files[item.Path] = cm.Data[item.Key]
+	}
+	if _, ok := files["Corefile"]; !ok {
+		t.Fatalf("%s %s mounts no Corefile from ConfigMap %s", kind, name, src.Name)
+	}
+	return files
 }
 
-// examplePod is the node-local overlay's example Pod, which the overlay
-// does not apply.
+// podTemplate is the pod template of workload w; empty for an object
+// that has none.
+func podTemplate(t *testing.T, w *unstructured.Unstructured) *corev1.PodTemplateSpec {
+	t.Helper()
+	tmpl, _, _ := unstructured.NestedMap(w.Object, "spec", "template")
+	if tmpl == nil {
+		return &corev1.PodTemplateSpec{}
+	}
+	return typed[corev1.PodTemplateSpec](t, &unstructured.Unstructured{Object: tmpl})
+}
+
+// examplePod is the node-local component's example Pod, which the
+// component does not apply.
 func examplePod(t *testing.T) ([]byte, *corev1.Pod) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "deploy", "overlays", "node-local", "example-pod.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "components", "node-local", "example-pod.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,28 +185,36 @@ func examplePod(t *testing.T) ([]byte, *corev1.Pod) {
 	return data, typed[corev1.Pod](t, &unstructured.Unstructured{Object: obj})
 }
 
-// TestDeployDryRun: the API server accepts every object of every tree,
+// TestDeployDryRun: the API server accepts every object of the base with
+// each combination of components (allCombos; the overlays render the same
+// as their component, TestDeployComponentsCompose), and the example Pod,
 // validated and admitted as for real (`kubectl apply --dry-run=server`).
 func TestDeployDryRun(t *testing.T) {
 	c := kubeapi.Shared(t)
 	kubectl := kubectlPath(t)
 	podYAML, _ := examplePod(t)
-	for _, tree := range append(deployTrees, "example-pod.yaml") {
-		t.Run(strings.ReplaceAll(tree, "/", "_"), func(t *testing.T) {
-			manifests, objects := podYAML, 1
-			if tree != "example-pod.yaml" {
-				r := renderDeploy(t, tree)
-				manifests, objects = r.yaml, len(r.objects)
-			}
+	type manifests struct {
+		name    string
+		yaml    []byte
+		objects int
+	}
+	all := []manifests{{"example-pod.yaml", podYAML, 1}}
+	for _, cb := range allCombos() {
+		r := renderCombo(t, cb)
+		all = append(all, manifests{cb.String(), r.yaml, len(r.objects)})
+	}
+	for _, m := range all {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
 			cmd := exec.Command(kubectl, "--kubeconfig", c.Kubeconfig, "apply", "--dry-run=server", "-f", "-")
-			cmd.Stdin = bytes.NewReader(manifests)
+			cmd.Stdin = bytes.NewReader(m.yaml)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
-				t.Fatalf("kubectl apply --dry-run=server deploy/%s: %v\n%s", tree, err, out)
+				t.Fatalf("kubectl apply --dry-run=server %s: %v\n%s", m.name, err, out)
 			}
 			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			if len(lines) != objects {
-				t.Errorf("%d objects rendered, %d applied:\n%s", objects, len(lines), out)
+			if len(lines) != m.objects {
+				t.Errorf("%d objects rendered, %d applied:\n%s", m.objects, len(lines), out)
 			}
 			for _, l := range lines {
 				if !strings.HasSuffix(l, "(server dry run)") {
@@ -183,37 +225,39 @@ func TestDeployDryRun(t *testing.T) {
 	}
 }
 
-// TestDeployWiring checks what a dry run cannot: that every tree runs the
-// same pinned image, and that the probes and ports of the Deployment and
-// the DaemonSet point where their Corefiles listen.
+// TestDeployWiring checks what a dry run cannot, in every combination of
+// components: that every workload runs the base's pinned image, that the
+// probes and ports of the Deployment and the DaemonSet point where their
+// Corefiles listen, and that what RBAC grants by name exists.
 func TestDeployWiring(t *testing.T) {
-	base := renderDeploy(t, "base")
+	base := renderCombo(t, combo{})
 	want := containerImage(t, base.find(t, "Deployment", "coredns"))
 	if !strings.HasPrefix(want, "schemadns/coredns:") {
 		t.Fatalf("the base runs %q, want schemadns/coredns with a tag", want)
 	}
-	for _, tree := range deployTrees {
-		r := renderDeploy(t, tree)
+	for _, c := range allCombos() {
+		r := renderCombo(t, c)
+		checkResourceNames(t, c.String(), r)
 		for _, o := range r.objects {
 			if o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet" {
 				continue
 			}
 			if got := containerImage(t, o); strings.HasPrefix(got, "schemadns/coredns") && got != want {
-				t.Errorf("deploy/%s: %s %s runs %q, the base %q", tree, o.GetKind(), o.GetName(), got, want)
+				t.Errorf("%s: %s %s runs %q, the base %q", c, o.GetKind(), o.GetName(), got, want)
 			}
 		}
 
-		cf := r.corefileOf(t, "Deployment", "coredns")
-		checkWiring(t, tree, r.find(t, "Deployment", "coredns"), cf, wiring{
+		checkWiring(t, c.String(), r.find(t, "Deployment", "coredns"), r.configOf(t, "Deployment", "coredns")["Corefile"], wiring{
 			ready: "8181", health: "8080", metrics: "9153",
 			corefile: []string{"\n    ready\n", "\n    health {\n", "\n    prometheus :9153\n", ".:53 {"},
 		})
+		if c.has("node-local") {
+			checkWiring(t, c.String(), r.find(t, "DaemonSet", "node-local-dns"), r.configOf(t, "DaemonSet", "node-local-dns")["Corefile"], wiring{
+				ready: "8181", health: "8080", metrics: "9253", host: "169.254.20.10",
+				corefile: []string{"ready 169.254.20.10:8181\n", "health 169.254.20.10:8080 {\n", "prometheus :9253\n", "bind 169.254.20.10\n"},
+			})
+		}
 	}
-	nl := renderDeploy(t, "overlays/node-local")
-	checkWiring(t, "overlays/node-local", nl.find(t, "DaemonSet", "node-local-dns"), nl.corefileOf(t, "DaemonSet", "node-local-dns"), wiring{
-		ready: "8181", health: "8080", metrics: "9253", host: "169.254.20.10",
-		corefile: []string{"ready 169.254.20.10:8181\n", "health 169.254.20.10:8080 {\n", "prometheus :9253\n", "bind 169.254.20.10\n"},
-	})
 }
 
 // wiring is where a workload's probes and ports must point, and the
@@ -223,17 +267,17 @@ type wiring struct {
 	corefile                     []string
 }
 
-func checkWiring(t *testing.T, tree string, w *unstructured.Unstructured, corefile string, want wiring) {
+func checkWiring(t *testing.T, what string, w *unstructured.Unstructured, corefile string, want wiring) {
 	t.Helper()
 	for _, line := range want.corefile {
 		if !strings.Contains(corefile, line) {
-			t.Errorf("deploy/%s: the Corefile of %s has no %q", tree, w.GetName(), line)
+			t.Errorf("%s: the Corefile of %s has no %q", what, w.GetName(), line)
 		}
 	}
 	c := firstContainer(t, w)
 	probe := func(what string, p *corev1.Probe, path, port string) {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != path || p.HTTPGet.Port.String() != port || p.HTTPGet.Host != want.host {
-			t.Errorf("deploy/%s: %s %s probe %+v, want GET %s:%s%s", tree, w.GetName(), what, p, want.host, port, path)
+			t.Errorf("%s: %s %s probe %+v, want GET %s:%s%s", what, w.GetName(), what, p, want.host, port, path)
 		}
 	}
 	probe("readiness", c.ReadinessProbe, "/ready", want.ready)
@@ -244,23 +288,19 @@ func checkWiring(t *testing.T, tree string, w *unstructured.Unstructured, corefi
 	}
 	for _, p := range []string{"53/UDP", "53/TCP", want.metrics + "/TCP"} {
 		if !ports[p] {
-			t.Errorf("deploy/%s: %s declares no port %s (has %v)", tree, w.GetName(), p, ports)
+			t.Errorf("%s: %s declares no port %s (has %v)", what, w.GetName(), p, ports)
 		}
 	}
 	sc := c.SecurityContext
 	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.Capabilities == nil ||
 		!slices.Contains(sc.Capabilities.Add, "NET_BIND_SERVICE") || !slices.Contains(sc.Capabilities.Drop, "ALL") {
-		t.Errorf("deploy/%s: %s security context %+v, want non-root with only NET_BIND_SERVICE (the image's file capability)", tree, w.GetName(), sc)
+		t.Errorf("%s: %s security context %+v, want non-root with only NET_BIND_SERVICE (the image's file capability)", what, w.GetName(), sc)
 	}
 }
 
 func firstContainer(t *testing.T, w *unstructured.Unstructured) corev1.Container {
 	t.Helper()
-	tmpl, ok, _ := unstructured.NestedMap(w.Object, "spec", "template")
-	if !ok {
-		t.Fatalf("%s %s has no pod template", w.GetKind(), w.GetName())
-	}
-	pt := typed[corev1.PodTemplateSpec](t, &unstructured.Unstructured{Object: tmpl})
+	pt := podTemplate(t, w)
 	if len(pt.Spec.Containers) == 0 {
 		t.Fatalf("%s %s has no containers", w.GetKind(), w.GetName())
 	}

@@ -207,7 +207,7 @@ func (e *e2e) trackTerminations(ctx context.Context) <-chan terminations {
 }
 
 // corefileOf names the ConfigMap a DNS pod reads: "coredns" is kubeadm's,
-// "coredns-<hash>" deploy/base's.
+// "coredns-config-<hash>" deploy/base's.
 func corefileOf(p corev1.Pod) string {
 	for _, v := range p.Spec.Volumes {
 		if v.ConfigMap != nil {

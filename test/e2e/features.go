@@ -39,7 +39,7 @@ func (e *e2e) checkNodeLocal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	corefile, err := os.ReadFile(filepath.Join(root, "deploy", "overlays", "node-local", "Corefile"))
+	corefile, err := os.ReadFile(filepath.Join(root, "deploy", "components", "node-local", "Corefile"))
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ const (
 	GlibcClient = "schemadns.test/glibc-client:e2e" // Debian glibc: getent, dig, resolve
 	MuslClient  = "schemadns.test/musl-client:e2e"  // static musl: resolve
 	// Busybox is Debian's busybox-static under the name
-	// deploy/overlays/node-local's init container asks for (busybox:1.37).
+	// deploy/components/node-local's init container asks for (busybox:1.37).
 	Busybox = "docker.io/library/busybox:1.37"
 )
 
