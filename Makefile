@@ -27,7 +27,7 @@ image: ## build the container image tarball bin/schemadns-coredns.tar (docker lo
 generate: ## regenerate coredns/plugins/zplugins.go from plugin.cfg
 	$(GO) generate ./coredns
 
-tools: ## build etcd and kube-apiserver into the cache (once per version)
+tools: ## build etcd, kube-apiserver, kubectl and promtool into the cache (once per version)
 	hack/tools.sh >/dev/null
 
 deps: ## install the Debian packages the tests use (dig)

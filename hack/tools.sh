@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # tools.sh builds the etcd, kube-apiserver and kubectl binaries that the
-# integration tests (package test/kubeapi, the deploy/ tests) run, and the
-# staticcheck that `make lint` runs. They go to a per-user cache outside the
-# clone, one file per version, so that every clone and worktree shares them, a
-# clean of the clone does not cost another ten-minute build, and bumping a
-# version in hack/tools/<name>/go.mod builds the new one next to the old.
+# integration tests (package test/kubeapi, the deploy/ tests) run, the
+# promtool that checks the monitoring component's rules and dashboard
+# (test/monitoring_test.go), and the staticcheck that `make lint` runs.
+# They go to a per-user cache outside the clone, one file per version, so
+# that every clone and worktree shares them, a clean of the clone does not
+# cost another ten-minute build, and bumping a version in
+# hack/tools/<name>/go.mod builds the new one next to the old.
 #
-# Usage: hack/tools.sh [--print-dir | staticcheck | e2e]
-#   (none)       build the test tools; the last line on stdout is the tools
-#                directory.
+# Usage: hack/tools.sh [--print-dir | staticcheck | promtool | e2e]
+#   (none)       build the test tools (etcd, kube-apiserver, kubectl,
+#                promtool); the last line on stdout is the tools directory.
 #   e2e          also build the node and controller binaries of the one-node
 #                cluster of `make e2e` (kubelet, kube-proxy,
 #                kube-controller-manager, kube-scheduler) at the same
@@ -16,6 +18,9 @@
 #   --print-dir  only print the tools directory; build nothing.
 #   staticcheck  build only staticcheck (not the test tools, whose build takes
 #                minutes); the last line on stdout is its path.
+#   promtool     build only promtool (Prometheus' rule checker and rule unit
+#                test runner, pinned in hack/tools/promtool/go.mod); the last
+#                line on stdout is its path.
 #
 # Progress goes to stderr.
 # SCHEMADNS_TOOLS_DIR overrides the directory.
@@ -103,7 +108,7 @@ apiserver_ldflags() {
 
 main() {
 	if [[ $# -gt 1 ]]; then
-		echo "usage: $0 [--print-dir | staticcheck | e2e]" >&2
+		echo "usage: $0 [--print-dir | staticcheck | promtool | e2e]" >&2
 		exit 2
 	fi
 	local e2e=
@@ -118,10 +123,16 @@ main() {
 		echo "$built"
 		return
 		;;
+	promtool)
+		mkdir -p "$dir"
+		build promtool promtool github.com/prometheus/prometheus github.com/prometheus/prometheus/cmd/promtool
+		echo "$built"
+		return
+		;;
 	e2e) e2e=1 ;;
 	"") ;;
 	*)
-		echo "usage: $0 [--print-dir | staticcheck | e2e]" >&2
+		echo "usage: $0 [--print-dir | staticcheck | promtool | e2e]" >&2
 		exit 2
 		;;
 	esac
@@ -137,6 +148,9 @@ main() {
 	# the server.
 	build kubectl kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl \
 		-ldflags "$ldflags"
+	# promtool checks and unit-tests the monitoring component's rules and
+	# dashboard queries (test/monitoring_test.go).
+	build promtool promtool github.com/prometheus/prometheus github.com/prometheus/prometheus/cmd/promtool
 	if [[ -n $e2e ]]; then
 		local cmd
 		for cmd in kube-controller-manager kube-scheduler kube-proxy kubelet; do

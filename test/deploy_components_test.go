@@ -38,6 +38,7 @@ var deployComponents = []string{
 	"multicluster",
 	"node-local",
 	"autoscaler",
+	"monitoring",
 }
 
 // combo is a set of components, in the order of deployComponents.

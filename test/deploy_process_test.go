@@ -21,9 +21,10 @@ import (
 
 // coreDNSProcess is the binary running a Corefile, with its log.
 type coreDNSProcess struct {
-	dnsAddr, readyURL string
-	mu                sync.Mutex
-	out               bytes.Buffer
+	// metricsURL (its /metrics) is set by startClusterDNS only.
+	dnsAddr, readyURL, metricsURL string
+	mu                            sync.Mutex
+	out                           bytes.Buffer
 }
 
 func (p *coreDNSProcess) Write(b []byte) (int, error) {
@@ -57,15 +58,19 @@ func (c config) String() string {
 // the config that this test no longer understands fails it.
 func startClusterDNS(t *testing.T, bin string, files config, kubeconfig, upstream string) *coreDNSProcess {
 	t.Helper()
-	dnsPort, readyPort := freeLoopbackPort(t), freeLoopbackPort(t)
+	dnsPort, readyPort, metricsPort := freeLoopbackPort(t), freeLoopbackPort(t), freeLoopbackPort(t)
 	files = editConfig(t, files, append([]edit{
 		{".:53 {\n", fmt.Sprintf(".:%d {\n    bind 127.0.0.1\n", dnsPort)},
 		{"    health {\n", "    health 127.0.0.1:0 {\n"},
 		{"    ready\n", fmt.Sprintf("    ready 127.0.0.1:%d\n", readyPort)},
-		{"    prometheus :9153\n", "    prometheus 127.0.0.1:0\n"},
+		{"    prometheus :9153\n", fmt.Sprintf("    prometheus 127.0.0.1:%d\n", metricsPort)},
 		{"    forward . /etc/resolv.conf {\n", "    forward . " + upstream + " {\n"},
 	}, kubeconfigEdits(files, kubeconfig)...))
-	p := &coreDNSProcess{dnsAddr: fmt.Sprintf("127.0.0.1:%d", dnsPort), readyURL: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)}
+	p := &coreDNSProcess{
+		dnsAddr:    fmt.Sprintf("127.0.0.1:%d", dnsPort),
+		readyURL:   fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort),
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
+	}
 	runConfig(t, bin, files, p)
 	return p
 }

@@ -192,6 +192,7 @@ func examplePod(t *testing.T) ([]byte, *corev1.Pod) {
 func TestDeployDryRun(t *testing.T) {
 	c := kubeapi.Shared(t)
 	kubectl := kubectlPath(t)
+	installMonitoringCRDs(t, c) // the monitoring component's kinds
 	podYAML, _ := examplePod(t)
 	type manifests struct {
 		name    string
