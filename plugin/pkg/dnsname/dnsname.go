@@ -1,5 +1,5 @@
 // Package dnsname holds the small name grammars the plugins share: reverse
-// (PTR) names, dashed IP labels and label checks. Parsers here never
+// (PTR) names and zones, dashed IP labels, label checks and splits. Parsers here never
 // allocate on success, so the query path can use them freely.
 package dnsname
 
