@@ -72,9 +72,12 @@ type windowResult struct {
 	Seconds float64
 	Updates int
 	Failed  int
-	// CPU by target, seconds, from the first write to the end of the
-	// settling (Net) or to a second after the last write (Quiet).
+	// CPU by target, seconds, from the first write to a second after the
+	// last: the settling's queries are not in it.
 	CPU map[string]float64
+	// Stale are the checked names a server did not show at their last
+	// state within settleTimeout after the window (Net only).
+	Stale map[string]int
 	// Skipped are the updates a server counted in
 	// coredns_watchcache_updates_skipped_total{resource="endpointslices"}
 	// over the window, by target; absent for stock, which has no such
@@ -218,12 +221,12 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 
 // window writes with update for a tenth of the churn's time (at least two
 // seconds) with no checker running, and measures each server's CPU over it
-// and the updates it skipped. With settle (address changes) it waits until
-// every checked name shows its last state on each server, so that no
-// server's work is cut short; annotation changes, which change no answer,
-// get a second.
+// and the updates it skipped, up to a second after the last write. With
+// settle (address changes) it then asks every checked name until it shows
+// its last state on each server: a server that had not taken in every
+// update within that second shows as stale names.
 func (c *churn) window(ctx context.Context, servers []*server, update func(context.Context, *churned), settle bool) (*windowResult, error) {
-	w := &windowResult{CPU: map[string]float64{}, Skipped: map[string]int{}}
+	w := &windowResult{CPU: map[string]float64{}, Skipped: map[string]int{}, Stale: map[string]int{}}
 	cpu0 := make([]float64, len(servers))
 	skipped0 := make([]int, len(servers))
 	for i, s := range servers {
@@ -243,17 +246,22 @@ func (c *churn) window(ctx context.Context, servers []*server, update func(conte
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	settled := time.Now().Add(time.Second)
+	// A second after the last write the servers have taken in what was
+	// written (they keep up with the writers: the checked churn shows no
+	// name stale at its end); the CPU read then is the updates' alone.
+	// The settling after it asks every name, so it only checks.
+	time.Sleep(time.Second)
 	for i, s := range servers {
-		if settle {
-			c.settle(ctx, s)
-		}
-		time.Sleep(time.Until(settled))
 		if cpu, err := procstat.CPUSeconds(s.pid()); err == nil {
 			w.CPU[s.Key] = cpu - cpu0[i]
 		}
 		if n := s.skippedSlices(); n >= 0 && skipped0[i] >= 0 {
 			w.Skipped[s.Key] = n - skipped0[i]
+		}
+	}
+	if settle {
+		for _, s := range servers {
+			w.Stale[s.Key] = c.settle(ctx, s)
 		}
 	}
 	return w, ctx.Err()

@@ -190,6 +190,18 @@ func Dashed(a netip.Addr) string {
 	return strings.ReplaceAll(a.String(), ":", "-")
 }
 
+// AppendDashed appends Dashed(a) to b, without a string of its own.
+func AppendDashed(b []byte, a netip.Addr) []byte {
+	start := len(b)
+	b = a.AppendTo(b)
+	for i := start; i < len(b); i++ {
+		if b[i] == '.' || b[i] == ':' {
+			b[i] = '-'
+		}
+	}
+	return b
+}
+
 // IsLabel reports whether s is a DNS label of the RFC 1123 kind that
 // Kubernetes uses for names: 1-63 of [a-z0-9-], not starting or ending
 // with a dash. s must already be lower case.

@@ -260,6 +260,9 @@ func (srv *Server) srvAnswer(q *Query, svc *Facts, pi int, svcName string, sel s
 	if svc.kind == Virtual {
 		// The one target is the service name: a piece of the question.
 		targets, names = []target{{sel: sel}}, []string{svcName}
+	} else if svc.isNameSelection(sel) {
+		targets = svc.nameTargets()
+		names = svc.targetNames(targets, svcName)
 	} else {
 		targets = svc.srvTargets(sel)
 		names = targetNames(targets, svcName)
@@ -311,16 +314,53 @@ func targetNames(targets []target, svcName string) []string {
 	return names
 }
 
+// targetNames are the full names of targets from nameTargets, built as one
+// string from the endpoints' labels.
+func (s *Facts) targetNames(targets []target, svcName string) []string {
+	size := 0
+	for range targets {
+		size += 64 + len(svcName)
+	}
+	b := make([]byte, 0, size)
+	ends := make([]int, len(targets))
+	for i, t := range targets {
+		b = s.appendPrefix(b, t.sel.at(0))
+		b = append(b, '.')
+		b = append(b, svcName...)
+		ends[i] = len(b)
+	}
+	all := string(b)
+	names := make([]string, len(targets))
+	start := 0
+	for i, end := range ends {
+		names[i] = all[start:end]
+		start = end
+	}
+	return names
+}
+
 // targetAddrs are the address records of every target, in order, each
-// target's IPv4 addresses first.
+// target's IPv4 addresses first, in one array of each type.
 func targetAddrs(svc *Facts, targets []target, names []string, ttl uint32) []dns.RR {
-	n := 0
+	n, n4 := 0, 0
 	for _, t := range targets {
-		n += t.sel.len()
+		v4, _ := t.sel.split(svc)
+		n, n4 = n+t.sel.len(), n4+v4.len()
 	}
 	out := make([]dns.RR, 0, n)
+	as := make([]dns.A, n4)
+	aaaas := make([]dns.AAAA, n-n4)
 	for ti, t := range targets {
-		out = appendAddrs(out, svc, t.sel, 0, names[ti], ttl)
+		for k := range t.sel.len() {
+			e := &svc.endpoints[t.sel.at(k)]
+			if e.is4() {
+				as[0] = dns.A{Hdr: dns.RR_Header{Name: names[ti], Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: e.ip()}
+				out, as = append(out, &as[0]), as[1:]
+				continue
+			}
+			aaaas[0] = dns.AAAA{Hdr: dns.RR_Header{Name: names[ti], Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: e.ip()}
+			out, aaaas = append(out, &aaaas[0]), aaaas[1:]
+		}
 	}
 	return out
 }

@@ -70,6 +70,12 @@ type Facts struct {
 	// there are any: the service name answers with these alone. A pointer:
 	// most services have none, and it costs them 8 bytes, not 24.
 	preferred *[]int
+	// srvOrder are the named endpoints of the name selection (index),
+	// ordered by SRV target (host label and suffix), the endpoints of one
+	// target adjacent: built with the facts, so an SRV answer of the
+	// service name needs no map, no sort and no label strings. Headless
+	// only.
+	srvOrder []int
 	// target of an Alias, fully qualified, lower case.
 	target string
 	// turn rotates multi-record answers between responses.
@@ -227,7 +233,68 @@ func NewHeadless(key string, eps []EndpointFacts, ports []SRVPort, groups []Grou
 	if idx := s.inGroups(func(g *Group) bool { return g.Preferred }); idx != nil {
 		s.preferred = &idx
 	}
+	for _, t := range s.srvTargets(s.nameSelection()) {
+		s.srvOrder = append(s.srvOrder, t.sel.idx...)
+	}
+	s.srvOrder = slices.Clip(s.srvOrder)
 	return s
+}
+
+// isNameSelection tells whether sel is the service name's selection, which
+// srvOrder orders.
+func (s *Facts) isNameSelection(sel selection) bool {
+	if s.preferred == nil {
+		return sel.idx == nil && sel.lo == 0 && sel.hi == len(s.endpoints)
+	}
+	p := *s.preferred
+	return len(sel.idx) == len(p) && (len(p) == 0 || &sel.idx[0] == &p[0])
+}
+
+// nameTargets are the SRV targets of the name selection, from srvOrder:
+// each target's selection is a piece of it (never changed).
+func (s *Facts) nameTargets() []target {
+	n := 0
+	for i := range s.srvOrder {
+		if i == 0 || !s.sameTarget(s.srvOrder[i-1], s.srvOrder[i]) {
+			n++
+		}
+	}
+	out := make([]target, 0, n)
+	for i := 0; i < len(s.srvOrder); {
+		j := i + 1
+		for j < len(s.srvOrder) && s.sameTarget(s.srvOrder[i], s.srvOrder[j]) {
+			j++
+		}
+		out = append(out, target{sel: selection{idx: s.srvOrder[i:j:j]}})
+		i = j
+	}
+	return out
+}
+
+// sameTarget tells whether named endpoints i and j have one host name.
+func (s *Facts) sameTarget(i, j int) bool {
+	a, b := &s.endpoints[i], &s.endpoints[j]
+	if s.groups[a.group].Suffix != s.groups[b.group].Suffix {
+		return false
+	}
+	switch {
+	case a.host != 0 && b.host != 0:
+		return a.host == b.host // interned: one index per label
+	case a.host == 0 && b.host == 0:
+		return a.addr == b.addr
+	}
+	return s.label(a) == s.label(b) // a hostname spelled like an address
+}
+
+// appendPrefix appends endpoint i's host label and group suffix to b.
+func (s *Facts) appendPrefix(b []byte, i int) []byte {
+	e := &s.endpoints[i]
+	if e.host != 0 {
+		b = append(b, s.hosts[e.host-1]...)
+	} else {
+		b = dnsname.AppendDashed(b, e.Addr())
+	}
+	return append(b, s.groups[e.group].Suffix...)
 }
 
 // inGroups are the indexes of the endpoints whose group satisfies match;

@@ -236,11 +236,19 @@ func (e *Edit) Remove(key string) (old *Facts) {
 	return old
 }
 
+// ptrSlack is the spare room of a copied PTR shard, within what Done
+// leaves untrimmed.
+const ptrSlack = 4
+
 func (e *Edit) ptrShard(addr [16]byte) *[]ptrEntry {
 	i := ptrShard(addr)
 	if !e.fresh && !e.ptrCopied[i] {
 		e.ptrCopied[i] = true
-		e.s.ptr[i] = slices.Clone(e.s.ptr[i])
+		// Room for a few inserts: an append past the copy's capacity
+		// would copy the shard again, and Done a third time to trim it.
+		sh := make([]ptrEntry, len(e.s.ptr[i]), len(e.s.ptr[i])+ptrSlack)
+		copy(sh, e.s.ptr[i])
+		e.s.ptr[i] = sh
 	}
 	return &e.s.ptr[i]
 }
