@@ -72,6 +72,17 @@ bench: build tools ## measure against the stock kubernetes plugin on each cluste
 	bench/deps.sh
 	cd bench && GOWORK=off $(GO) run . -scale $(SCALE) $(if $(SHAPES),-shapes $(SHAPES)) $(BENCHFLAGS)
 
+# The absorption benchmark of docs/absorption.md: EndpointSlice updates/s
+# each server takes in on one core, fed by a fake API server in the tool's
+# process (the real one cannot write fast enough), on bench's S2 and S4
+# (about 5 minutes on two cores; SCALE=small: a tenth, under a minute).
+# SHAPES: S2 or S4 alone. ABSORBFLAGS: more flags (cd bench && go run
+# ./absorb -h), for instance -rounds 5 or -updates 100000.
+ABSORBFLAGS ?=
+.PHONY: absorb
+absorb: build ## measure the EndpointSlice updates/s each server absorbs on one core, from an in-process fake API server; writes docs/absorption.md (SCALE=small: quick)
+	cd bench && GOWORK=off $(GO) run ./absorb -scale $(SCALE) $(if $(SHAPES),-shapes $(SHAPES)) $(ABSORBFLAGS)
+
 # The soak: the scenarios of docs/reliability.md, at SCALE
 # default (2,000 headless services × 10 endpoints, 1,000 ClusterIP; under
 # 20 minutes on two cores) or small (a tenth, shorter phases; a few

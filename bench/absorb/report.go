@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// md builds the page.
+type md struct{ strings.Builder }
+
+func (b *md) p(format string, args ...any)    { fmt.Fprintf(b, format+"\n\n", args...) }
+func (b *md) line(format string, args ...any) { fmt.Fprintf(b, format+"\n", args...) }
+
+// table writes a Markdown table, the first column text, the others
+// figures.
+func (b *md) table(head []string, rows [][]string) {
+	b.line("| %s |", strings.Join(head, " | "))
+	seps := make([]string, len(head))
+	for i := range seps {
+		seps[i] = "--:"
+		if i == 0 {
+			seps[i] = "---"
+		}
+	}
+	b.line("|%s|", strings.Join(seps, "|"))
+	for _, r := range rows {
+		b.line("| %s |", strings.Join(r, " | "))
+	}
+	b.line("")
+}
+
+func markdown(res *results) string {
+	var b md
+	b.p("# Absorption")
+	b.p("<!-- Written by the absorption benchmark (bench/absorb, `make absorb`). Do not edit by hand: run it again. -->")
+	if res.Note != "" {
+		b.p("> **%s**", res.Note)
+	}
+	b.p("Run of %s, %s, at scale %s. Command: `%s` (what `make absorb` runs, from the repository's top directory).",
+		res.Started.UTC().Format("2006-01-02 15:04 UTC"), res.Finished.Sub(res.Started).Round(time.Second), res.Scale, res.Command)
+	b.p("How many EndpointSlice updates a second each DNS server takes in on **one core**: **kubeschema** (ours) against **stock**, CoreDNS's own `kubernetes` plugin compiled into the same `bin/coredns`, with the same options. The real API server of this machine cannot write updates that fast (the soak's churn reached 886 writes/s with the API server and etcd taking 1.4 CPU-ms per write; [reliability.md](reliability.md)), so this tool plays the API server itself and feeds a watch stream encoded in advance.")
+	writeMachine(&b, res)
+	writeTargets(&b, res)
+	for _, sr := range res.Shapes {
+		writeShape(&b, res, sr)
+	}
+	writeMethod(&b, res)
+	if len(res.Errors) > 0 {
+		b.p("## Errors")
+		for _, e := range res.Errors {
+			b.line("- %s", e)
+		}
+		b.line("")
+	}
+	return b.String()
+}
+
+func writeMachine(b *md, res *results) {
+	m := res.Machine
+	b.p("## Machine")
+	pin := "none (-pin=false)"
+	if res.Pinned {
+		pin = fmt.Sprintf("taskset: the DNS server on CPU %d with GOMAXPROCS=1, this tool (fake API server, feeder, checker) on CPU %d", res.ServerCPU, res.ClientCPU)
+	}
+	b.table([]string{"", ""}, [][]string{
+		{"CPU (/proc/cpuinfo)", fmt.Sprintf("%s, %s MHz", m.CPUModel, m.CPUMHz)},
+		{"CPUs", fmt.Sprint(m.CPUs)},
+		{"kernel", m.Kernel},
+		{"Go", m.GoVersion},
+		{"bin/coredns -version", m.Binary},
+		{"load average (1, 5, 15 min) at start / end", m.LoadStart + " / " + m.LoadEnd},
+		{"pinning", pin},
+	})
+}
+
+func writeTargets(b *md, res *results) {
+	b.p("## Targets")
+	var rows [][]string
+	for _, sr := range res.Shapes {
+		o, st := sr.ByTarget[keyOurs], sr.ByTarget[keyStock]
+		if o == nil {
+			continue
+		}
+		rows = append(rows, []string{"updates/s absorbed by kubeschema on one core", sr.Shape.Name + " " + sr.Shape.Title, fmt.Sprintf("≥ %d", rateTarget),
+			fmt.Sprintf("%.0f (%.0f–%.0f)", o.Rate, o.RateMin, o.RateMax), metOrNot(o.Rate >= rateTarget)})
+		if st != nil {
+			rows = append(rows, []string{"updates/s absorbed: kubeschema / stock", sr.Shape.Name + " " + sr.Shape.Title, fmt.Sprintf("≥ %.0f", ratioTarget),
+				fmt.Sprintf("%.2f (%.0f / %.0f)", sr.RatioRate, o.Rate, st.Rate), metOrNot(sr.RatioRate >= ratioTarget)})
+		}
+		rows = append(rows, []string{"wrong answers during the absorption, stale names at the end: kubeschema", sr.Shape.Name + " " + sr.Shape.Title, "0",
+			fmt.Sprintf("%d wrong of %d, %d stale", o.Check.Wrong+o.Check.Back+o.Check.SpotWrong, o.Check.Answers+o.Check.Spot, o.StaleAtEnd),
+			metOrNot(o.Check.Wrong+o.Check.Back+o.Check.SpotWrong == 0 && o.StaleAtEnd == 0)})
+	}
+	b.line("| target | shape | goal | measured (median, min–max) |  |")
+	b.line("|---|---|--:|--:|--:|")
+	for _, r := range rows {
+		b.line("| %s |", strings.Join(r, " | "))
+	}
+	b.line("")
+}
+
+func metOrNot(ok bool) string {
+	if ok {
+		return "**met**"
+	}
+	return "**not met**"
+}
+
+func writeShape(b *md, res *results, sr *shapeResult) {
+	s := sr.Shape
+	b.p("## %s %s", s.Name, s.Title)
+	b.p("%s; %d updates, each to one of %d headless services picked at random (%d changed), encoded in %.1f s before the servers start: the EndpointSlice list is %.1f MiB, the update events %.1f MiB (%d bytes each, framed).",
+		s.describe(), sr.Updates, s.Headless, sr.Names, sr.EncodeSec, mib(sr.ListBytes), mib(sr.EventBytes), sr.EventBytes/max(sr.Updates, 1))
+	head := []string{"server", "updates fed", "updates/s, median (min–max)", "× stock", "seconds, median", "server CPU µs per update, median (min–max)", "× stock", "answers checked (A; SRV and PTR)", "wrong (torn; older than seen; SRV/PTR)", "queries unanswered", "found behind after the last name", "stale at the end"}
+	var rows [][]string
+	for _, t := range targets {
+		x := sr.ByTarget[t.Key]
+		if x == nil {
+			continue
+		}
+		ratio, cpuRatio := "1.00", "1.00"
+		if t.Key == keyOurs {
+			ratio, cpuRatio = fmt.Sprintf("**%.2f**", sr.RatioRate), fmt.Sprintf("%.2f", sr.RatioCPU)
+		}
+		rows = append(rows, []string{t.Key, fmt.Sprintf("%d × %d runs", sr.Updates, x.Runs),
+			fmt.Sprintf("**%.0f** (%.0f–%.0f)", x.Rate, x.RateMin, x.RateMax), ratio, fmt.Sprintf("%.2f", x.Seconds),
+			fmt.Sprintf("**%.1f** (%.1f–%.1f)", x.CPUPer, x.CPUPerMin, x.CPUPerMax), cpuRatio,
+			fmt.Sprintf("%d; %d", x.Check.Answers, x.Check.Spot),
+			fmt.Sprintf("%d (%d; %d; %d)", x.Check.Wrong+x.Check.Back+x.Check.SpotWrong, x.Check.Wrong, x.Check.Back, x.Check.SpotWrong),
+			fmt.Sprint(x.Check.Errors), fmt.Sprint(x.FoundStale), fmt.Sprint(x.StaleAtEnd)})
+	}
+	b.table(head, rows)
+	if o := sr.ByTarget[keyOurs]; o != nil && o.Seconds < minSeconds.Seconds() {
+		b.p("**Short runs**: kubeschema took in the updates in %.1f s, under the %.0f s the figures are meant to span; give more with `-updates`.", o.Seconds, minSeconds.Seconds())
+	}
+	b.p("Every run:")
+	var runs [][]string
+	for i, r := range sr.Rounds {
+		runs = append(runs, []string{fmt.Sprint(i + 1), r.Target, fmt.Sprintf("%.0f", r.Rate), fmt.Sprintf("%.2f", r.Seconds), fmt.Sprintf("%.2f", r.FeedSec),
+			fmt.Sprintf("%.1f", r.CPUPer), pct(r.Busy), pct(r.Others), pct(r.Tool) + " / " + pct(r.ToolCore), fmt.Sprintf("%.2f", r.SyncSec), requests(r.Requests)})
+	}
+	b.table([]string{"run", "server", "updates/s", "seconds", "feed written in, s", "CPU µs per update", "server busy", "other processes on its core", "this tool's CPU / its core busy", "start to synced, s", "requests to the fake API server"}, runs)
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
+
+// requests lists a run's requests by kind, in a stable order.
+func requests(m map[string]int) string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func writeMethod(b *md, res *results) {
+	b.p("## Method")
+	b.p("**The fake API server.** Plain HTTP/1.1 on loopback (a real API server speaks HTTP/2 over TLS; here each watch is a TCP connection of its own and there is no TLS to decrypt, for either server), in this tool's process. It serves what both servers ask for: LIST and WATCH of `services`, `namespaces` and `pods` (v1; no pods: `pods verified` is set for both, as in bench) and `endpointslices` (discovery.k8s.io/v1); `/readyz`, `/livez`, `/healthz`, `/version`, the discovery documents `/api`, `/apis`, `/api/v1` and `/apis/discovery.k8s.io/v1`, and SelfSubjectAccessReviews (allowed) and SelfSubjectReviews; anything else, `/apis/networking.k8s.io/v1` (ServiceCIDRs) included, gets a 404 `Status` and is listed in the run's requests. Lists and watches are only served in protobuf, the encoding both servers ask for, written as kube-apiserver 1.36 writes it: a list or object is apimachinery's protobuf serializer's output (the `k8s\\x00` magic and a `runtime.Unknown` envelope), a watch event a `metav1.WatchEvent` whose object is so encoded, itself encoded by the raw protobuf serializer and written as one length-delimited frame (4-byte big-endian length), `Content-Type: application/vnd.kubernetes.protobuf;stream=watch`, chunked. client-go 0.37 syncs with a watch-list (`sendInitialEvents=true`, WatchListClient on by default), which the fake server serves as kube-apiserver 1.36 does (WatchList on, no compression of the stream): an ADDED event per object, then a BOOKMARK carrying `k8s.io/initial-events-end`, then the watch goes on; a plain LIST and a watch from its resourceVersion are served too (the *requests* column shows which each run used). The objects are what the API server stores: uid, resourceVersion, generation, creationTimestamp, labels `kubernetes.io/service-name` and `endpointslice.kubernetes.io/managed-by`, an ownerReference to the Service, the `endpoints.kubernetes.io/last-change-trigger-time` annotation, a managedFields entry like the endpointslice-controller's; endpoints with an address, ready/serving/terminating, a hostname, a Pod targetRef, nodeName and zone; two ports.")
+	b.p("**A run.** For each server in turn (the order alternates by round), a fresh fake API server and a fresh `bin/coredns -conf Corefile` with one server block on 127.0.0.1 holding only the plugin under test (`kubeschema` or `kubernetes`, zones `cluster.local in-addr.arpa ip6.arpa`, `kubeconfig` and `pods verified`; no cache plugin), started with `taskset` and GOMAXPROCS=1. The server has synced when the last headless service answers with all its initial addresses; two seconds later every update is released at once on its EndpointSlice watch, written as fast as the server reads (TCP flow control paces it). Each update replaces one endpoint's address of one headless service's slice (the endpoint after the one changed before, as bench's churn does), with a new resourceVersion and generation: a MODIFIED event of the whole slice, as the API server sends it. The name of the last update is asked every %s until it shows its final address set; then every changed name is asked until it shows its own: none should be behind, since a server applies its one watch stream in order (*found behind after the last name* counts those that were, and the end moves to when the last of them caught up; *stale at the end* are those that did not within %s, which fails the run). **Updates/s** = updates fed / (the end − the first update byte written). **Server CPU per update** is the server's utime+stime from /proc over the same span (read when the last update's name showed its state), divided by the updates: the model check's and the poll's queries are in it (about %d + %.0f queries/s, a small share).", pollInterval, settleTimeout, res.CheckRate, float64(time.Second/pollInterval))
+	b.p("**The model check.** During the absorption, %d queries/s (two sockets; UDP with an EDNS0 buffer of 4096, TCP again when truncated) ask A records of changed names at random; every answer must be exactly the address set of a state written for that name (its initial state or one after one of its updates; all are known before the run), else it is *wrong*, and must not be older than a state this checker has already seen for the name. After each run, SRV (`_http._tcp`, one record per endpoint to its hostname, port 8080) of the first changed names and the PTR of the address each last received are checked too. A wrong answer, a name stale at the end, a server that never synced or a watch opened again during the run fails the tool (non-zero exit, listed under Errors).", res.CheckRate)
+}
+
+// minSeconds is the least a run should take for its rate to mean much.
+const minSeconds = 10 * time.Second
+
+// summaryText is what the tool prints at the end.
+func summaryText(res *results) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "absorption (updates/s on one core, median of rounds; CPU µs per update):\n")
+	for _, sr := range res.Shapes {
+		o, st := sr.ByTarget[keyOurs], sr.ByTarget[keyStock]
+		line := fmt.Sprintf("  %s %d updates:", sr.Shape.Name, sr.Updates)
+		if o != nil {
+			line += fmt.Sprintf(" kubeschema %.0f/s (%.1f µs)", o.Rate, o.CPUPer)
+		}
+		if st != nil {
+			line += fmt.Sprintf(", stock %.0f/s (%.1f µs)", st.Rate, st.CPUPer)
+		}
+		if o != nil && st != nil {
+			line += fmt.Sprintf(", ratio %.2f (target ≥ %.0f/s and ≥ %.0f×)", sr.RatioRate, float64(rateTarget), ratioTarget)
+		}
+		fmt.Fprintln(&b, line)
+	}
+	if len(res.Errors) > 0 {
+		fmt.Fprintf(&b, "  %d errors\n", len(res.Errors))
+	}
+	return b.String()
+}
