@@ -190,7 +190,7 @@ func (c *cluster) service(i int, rv string) *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.namespace(i), UID: uid("service", i), ResourceVersion: rv,
 			CreationTimestamp: created, Labels: map[string]string{"app": name},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate,
-				APIVersion: "v1", Time: &created, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(serviceFields)}}}},
+				APIVersion: "v1", Time: &created, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(serviceFields)}}},
 		Spec: corev1.ServiceSpec{Ports: servicePorts, Selector: map[string]string{"app": name}, ClusterIP: ip, ClusterIPs: []string{ip},
 			Type: corev1.ServiceTypeClusterIP, SessionAffinity: corev1.ServiceAffinityNone, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
 			IPFamilyPolicy: &single, InternalTrafficPolicy: &local},
@@ -214,7 +214,7 @@ func (c *cluster) slice(i int, addrs []uint32, rv string, generation int64) *dis
 				Controller: &yes, BlockOwnerDeletion: &yes}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
 				APIVersion: "discovery.k8s.io/v1", Time: &changed, FieldsType: "FieldsV1",
-				FieldsV1: &metav1.FieldsV1{Raw: fmt.Appendf(nil, sliceFields, uid("service", i))}}},
+				FieldsV1: metav1.NewFieldsV1(fmt.Sprintf(sliceFields, uid("service", i)))}},
 		},
 		AddressType: discoveryv1.AddressTypeIPv4,
 	}

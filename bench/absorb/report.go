@@ -132,8 +132,8 @@ func writeShape(b *md, res *results, sr *shapeResult) {
 			fmt.Sprint(x.Check.Errors), fmt.Sprint(x.FoundStale), fmt.Sprint(x.StaleAtEnd)})
 	}
 	b.table(head, rows)
-	if o := sr.ByTarget[keyOurs]; o != nil && o.Seconds < minSeconds.Seconds() {
-		b.p("**Short runs**: kubeschema took in the updates in %.1f s, under the %.0f s the figures are meant to span; give more with `-updates`.", o.Seconds, minSeconds.Seconds())
+	if o := sr.ByTarget[keyOurs]; o != nil && o.Seconds < minRun.Seconds() {
+		b.p("**Short runs**: kubeschema took in the updates in %.1f s, under the %.0f s the figures are meant to span; give more with `-updates`.", o.Seconds, minRun.Seconds())
 	}
 	b.p("Every run:")
 	var runs [][]string
@@ -167,8 +167,8 @@ func writeMethod(b *md, res *results) {
 	b.p("**The model check.** During the absorption, %d queries/s (two sockets; UDP with an EDNS0 buffer of 4096, TCP again when truncated) ask A records of changed names at random; every answer must be exactly the address set of a state written for that name (its initial state or one after one of its updates; all are known before the run), else it is *wrong*, and must not be older than a state this checker has already seen for the name. After each run, SRV (`_http._tcp`, one record per endpoint to its hostname, port 8080) of the first changed names and the PTR of the address each last received are checked too. A wrong answer, a name stale at the end, a server that never synced or a watch opened again during the run fails the tool (non-zero exit, listed under Errors).", res.CheckRate)
 }
 
-// minSeconds is the least a run should take for its rate to mean much.
-const minSeconds = 10 * time.Second
+// minRun is the least a run should take for its rate to mean much.
+const minRun = 10 * time.Second
 
 // summaryText is what the tool prints at the end.
 func summaryText(res *results) string {
