@@ -32,8 +32,10 @@ type checker struct {
 	seen map[*name]int // the newest state seen per name
 }
 
-// checkWorkers are the checker's goroutines, each with its own socket.
-const checkWorkers = 2
+// checkWorkers are the checker's goroutines, each with its own socket:
+// enough for the rate asked while a server busy absorbing answers in tens
+// of milliseconds.
+const checkWorkers = 16
 
 func (ch *checker) run(ctx context.Context, addr string, rate int) {
 	ch.mu.Lock()

@@ -46,6 +46,7 @@ type summary struct {
 	CPUPer, CPUPerMin, CPUPerMax float64
 	Seconds                      float64
 	Check                        checkCount
+	CheckRate                    float64 // A answers checked per second, up to the last update's name final
 	StaleAtEnd, FoundStale       int
 	Runs                         int
 }
@@ -204,6 +205,11 @@ func summarize(rounds []*roundResult, key string) *summary {
 	s.Rate, s.RateMin, s.RateMax = median(rates), slices.Min(rates), slices.Max(rates)
 	s.CPUPer, s.CPUPerMin, s.CPUPerMax = median(cpus), slices.Min(cpus), slices.Max(cpus)
 	s.Seconds = median(secs)
+	total := 0.0
+	for _, x := range secs {
+		total += x
+	}
+	s.CheckRate = float64(s.Check.Answers) / total
 	return s
 }
 

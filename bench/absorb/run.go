@@ -152,6 +152,8 @@ func runOne(ctx context.Context, cfg *config, enc *encoded, t target, round int)
 	serverBusy1, _ := cpuBusy(cfg.serverCPU)
 	toolBusy1, _ := cpuBusy(cfg.clientCPU)
 	self1, _ := procstat.CPUSeconds(os.Getpid())
+	stopCheck() // the absorption is over: what follows only confirms it
+	wg.Wait()
 	end, found, stale := sweep(ctx, addr, m.changed, last)
 	res.FoundStale, res.StaleAtEnd = found, stale
 	first := begin.Add(time.Duration(api.firstByte.Load()))
@@ -173,8 +175,6 @@ func runOne(ctx context.Context, cfg *config, enc *encoded, t target, round int)
 	}
 	res.Tool = (self1 - self0) / span
 	res.CPUPer = res.CPU / float64(res.Updates) * 1e6
-	stopCheck()
-	wg.Wait()
 	chk.spot(addr, cfg.spot)
 	if stale > 0 {
 		return res, fmt.Errorf("%s: %d changed names not at their final state %s after the last update's name was", t.Key, stale, settleTimeout)
