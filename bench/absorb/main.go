@@ -41,6 +41,7 @@ type config struct {
 	serverCPU, clientCPU int
 	pin                  bool
 	work                 string
+	profile              string
 }
 
 // presets are the scales; small is a tenth of each shape and of its
@@ -64,6 +65,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.serverCPU, "server-cpu", 1, "CPU the DNS server is pinned to (GOMAXPROCS=1)")
 	fs.IntVar(&cfg.clientCPU, "client-cpu", 0, "CPU this tool (fake API server, feeder, checker) is pinned to")
 	fs.BoolVar(&cfg.pin, "pin", true, "pin the server and this tool with taskset")
+	fs.StringVar(&cfg.profile, "profile", "", "write each server's CPU profile of the first seconds of its absorption to this directory (a pprof block is added to the Corefile; the figures then include the profiler's small cost)")
 	if err := cfg.Parse(fs, args, presets); err != nil {
 		return nil, err
 	}
@@ -80,6 +82,11 @@ func parseFlags(args []string) (*config, error) {
 		}
 		if !found {
 			return nil, fmt.Errorf("-shapes: unknown shape %q (S2, S4)", f)
+		}
+	}
+	if cfg.profile != "" {
+		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.rounds < 1 || cfg.checkRate < 1 {

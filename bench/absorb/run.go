@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,8 +30,11 @@ const (
 	keyStock = "stock"
 )
 
-func corefile(t target, port int, kubeconfig string) string {
-	return fmt.Sprintf(`.:%d {
+// corefile is the server under test alone in its block; with pprof (a
+// port, for -profile) a second block serves /debug/pprof, out of the
+// query path.
+func corefile(t target, port int, kubeconfig string, admin, pprof int) string {
+	cf := fmt.Sprintf(`.:%d {
     bind 127.0.0.1
     %s cluster.local in-addr.arpa ip6.arpa {
         kubeconfig %s
@@ -37,6 +42,10 @@ func corefile(t target, port int, kubeconfig string) string {
     }
 }
 `, port, t.Plugin, kubeconfig)
+	if pprof != 0 {
+		cf += fmt.Sprintf(".:%d {\n    bind 127.0.0.1\n    pprof 127.0.0.1:%d\n}\n", admin, pprof)
+	}
+	return cf
 }
 
 func kubeconfig(server string) string {
@@ -96,15 +105,19 @@ func runOne(ctx context.Context, cfg *config, enc *encoded, t target, round int)
 	}
 	defer api.close()
 	defer func() { res.Requests, res.Unknown = api.counts(), api.unknown }()
-	ports, err := dnsload.FreePorts(1)
+	ports, err := dnsload.FreePorts(3)
 	if err != nil {
 		return nil, err
+	}
+	pprof := 0
+	if cfg.profile != "" {
+		pprof = ports[2]
 	}
 	base := filepath.Join(cfg.work, fmt.Sprintf("%s-%s-%d", enc.cluster.shape.Name, t.Key, round))
 	if err := os.WriteFile(base+".kubeconfig", []byte(kubeconfig(api.addr)), 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(base+".Corefile", []byte(corefile(t, ports[0], base+".kubeconfig")), 0o644); err != nil {
+	if err := os.WriteFile(base+".Corefile", []byte(corefile(t, ports[0], base+".kubeconfig", ports[1], pprof)), 0o644); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(cfg.CoreDNS, "-conf", base+".Corefile")
@@ -141,6 +154,12 @@ func runOne(ctx context.Context, cfg *config, enc *encoded, t target, round int)
 	defer func() { stopCheck(); wg.Wait(); res.Check = chk.count() }()
 
 	api.feed()
+	if pprof != 0 {
+		out := filepath.Join(cfg.profile, filepath.Base(base)+".cpu.pprof")
+		wg.Go(func() {
+			saveProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", pprof, profileSeconds), out)
+		})
+	}
 	last, err := pollFinal(ctx, addr, m.last, child, cfg.timeout)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w; see %s", t.Key, err, base+".log")
@@ -265,4 +284,23 @@ func sweep(ctx context.Context, addr string, names []*name, last time.Time) (end
 		}
 	}
 	return end, found, len(pending)
+}
+
+// profileSeconds is how much of an absorption -profile records.
+const profileSeconds = 5
+
+// saveProfile fetches a CPU profile into out; a failure is logged, not
+// fatal: the profile is not a figure.
+func saveProfile(url, out string) {
+	resp, err := http.Get(url)
+	if err == nil {
+		defer resp.Body.Close()
+		var b []byte
+		if b, err = io.ReadAll(resp.Body); err == nil {
+			err = os.WriteFile(out, b, 0o644)
+		}
+	}
+	if err != nil {
+		logf("profile %s: %v", out, err)
+	}
 }
