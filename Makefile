@@ -75,7 +75,8 @@ bench: build tools ## measure against the stock kubernetes plugin on each cluste
 # The absorption benchmark of docs/absorption.md: EndpointSlice updates/s
 # each server takes in on one core, fed by a fake API server in the tool's
 # process (the real one cannot write fast enough), on bench's S2 and S4
-# (about 5 minutes on two cores; SCALE=small: a tenth, under a minute).
+# (about 4 minutes on two cores, and some 3 GB of memory for the encoded
+# updates; SCALE=small: a tenth, under a minute).
 # SHAPES: S2 or S4 alone. ABSORBFLAGS: more flags (cd bench && go run
 # ./absorb -h), for instance -rounds 5 or -updates 100000.
 ABSORBFLAGS ?=

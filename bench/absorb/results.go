@@ -61,7 +61,7 @@ const (
 func run(ctx context.Context, cfg *config, args []string) error {
 	res := &results{Started: time.Now(), Scale: cfg.Scale, Note: cfg.Note, CheckRate: cfg.checkRate,
 		Pinned: cfg.pin, ServerCPU: cfg.serverCPU, ClientCPU: cfg.clientCPU,
-		Command: strings.TrimSpace("cd bench && GOWORK=off go run ./absorb " + strings.Join(args, " "))}
+		Command: strings.TrimSpace("cd bench && GOWORK=off go run ./absorb " + shellJoin(args))}
 	res.Machine = readMachine(cfg.CoreDNS)
 	var err error
 	if cfg.work, err = os.MkdirTemp("", "absorb-"); err != nil {
@@ -223,3 +223,18 @@ func median(v []float64) float64 {
 }
 
 func mib(n int) float64 { return float64(n) / (1 << 20) }
+
+// shellJoin joins args as a shell reads them back: single-quoted where
+// they hold anything but plain characters.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,/:+", r)
+		}) {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
