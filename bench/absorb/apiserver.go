@@ -152,6 +152,7 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.unknown = append(a.unknown, r.Method+" "+r.URL.Path)
 		a.mu.Unlock()
 		a.count("404 " + r.Method + " /" + path)
+		a.logf("fake API server: %s %s is not served: 404", r.Method, r.URL)
 		a.refuse(w, r, http.StatusNotFound, "the server could not find the requested resource")
 	}
 }
