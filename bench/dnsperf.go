@@ -121,7 +121,7 @@ func runPerf(ctx context.Context, cfg *config, s *server, spec perfSpec) (perfRe
 	if err != nil {
 		return perfResult{}, err
 	}
-	busy0, _ := cpuBusy(cfg.serverCPU)
+	busy0, _ := procstat.CPUBusy(cfg.serverCPU)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return perfResult{}, fmt.Errorf("dnsperf: %w", err)
@@ -144,7 +144,7 @@ func runPerf(ctx context.Context, cfg *config, s *server, spec perfSpec) (perfRe
 	if err != nil {
 		return r, fmt.Errorf("%s: %w (did it exit? see %s)", s, err, s.logPath)
 	}
-	busy1, _ := cpuBusy(cfg.serverCPU)
+	busy1, _ := procstat.CPUBusy(cfg.serverCPU)
 	r.ServerCPU = cpu1 - cpu0
 	if r.Completed > 0 {
 		r.CPUPerQuery = r.ServerCPU / float64(r.Completed) * 1e6

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -213,33 +212,6 @@ func exchange(addr string, tcp bool, name string, qtype uint16) (*dns.Msg, error
 	}
 	r, _, err := c.Exchange(m, addr)
 	return r, err
-}
-
-// cpuBusy is the time one CPU spent running processes, from /proc/stat
-// (seconds): user, nice, system and steal. Interrupt and softirq time are
-// left out: on loopback they are mostly the kernel carrying the run's own
-// packets, which the kernel does not charge to any process.
-func cpuBusy(cpu int) (float64, error) {
-	f, err := os.Open("/proc/stat")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	prefix := fmt.Sprintf("cpu%d ", cpu)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if !strings.HasPrefix(sc.Text(), prefix) || len(fields) < 9 {
-			continue
-		}
-		var busy uint64
-		for _, i := range []int{1, 2, 3, 8} { // user nice system steal
-			v, _ := strconv.ParseUint(fields[i], 10, 64)
-			busy += v
-		}
-		return float64(busy) / 100, nil
-	}
-	return 0, fmt.Errorf("/proc/stat has no %q line", prefix)
 }
 
 // memory is a process's memory at one moment.

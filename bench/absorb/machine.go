@@ -1,11 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 )
 
@@ -58,28 +56,4 @@ func loadavg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
-}
-
-// cpuBusy is the time one CPU spent running processes, from /proc/stat
-// (seconds): user, nice, system and steal, as bench reads it (interrupts
-// left out: on loopback they are mostly the run's own packets).
-func cpuBusy(cpu int) (float64, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, err
-	}
-	prefix := fmt.Sprintf("cpu%d ", cpu)
-	for line := range strings.SplitSeq(string(b), "\n") {
-		fields := strings.Fields(line)
-		if !strings.HasPrefix(line, prefix) || len(fields) < 9 {
-			continue
-		}
-		var busy uint64
-		for _, i := range []int{1, 2, 3, 8} { // user nice system steal
-			v, _ := strconv.ParseUint(fields[i], 10, 64)
-			busy += v
-		}
-		return float64(busy) / 100, nil
-	}
-	return 0, fmt.Errorf("/proc/stat has no %q line", prefix)
 }

@@ -144,8 +144,8 @@ func runOne(ctx context.Context, cfg *config, enc *encoded, t target, round int)
 	if err != nil {
 		return res, err
 	}
-	serverBusy0, _ := cpuBusy(cfg.serverCPU)
-	toolBusy0, _ := cpuBusy(cfg.clientCPU)
+	serverBusy0, _ := procstat.CPUBusy(cfg.serverCPU)
+	toolBusy0, _ := procstat.CPUBusy(cfg.clientCPU)
 	self0, _ := procstat.CPUSeconds(os.Getpid())
 	checkCtx, stopCheck := context.WithCancel(ctx)
 	chk := &checker{m: m}
@@ -168,8 +168,8 @@ func runOne(ctx context.Context, cfg *config, enc *encoded, t target, round int)
 	if err != nil {
 		return res, err
 	}
-	serverBusy1, _ := cpuBusy(cfg.serverCPU)
-	toolBusy1, _ := cpuBusy(cfg.clientCPU)
+	serverBusy1, _ := procstat.CPUBusy(cfg.serverCPU)
+	toolBusy1, _ := procstat.CPUBusy(cfg.clientCPU)
 	self1, _ := procstat.CPUSeconds(os.Getpid())
 	stopCheck() // the absorption is over: what follows only confirms it
 	wg.Wait()

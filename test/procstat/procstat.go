@@ -1,4 +1,5 @@
-// Package procstat reads a process's memory and CPU time from Linux's
+// Package procstat reads a process's memory and CPU time, and a CPU's busy
+// time, from Linux's
 // /proc, for bench/ and soak/.
 package procstat
 
@@ -65,4 +66,29 @@ func CPUSeconds(pid int) (float64, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
 	}
 	return float64(utime+stime) / 100, nil
+}
+
+// CPUBusy is the time one CPU has spent running processes, from
+// /proc/stat (seconds): user, nice, system and steal. Interrupt and softirq
+// time are left out: on loopback they are mostly the kernel carrying the
+// run's own packets, which the kernel does not charge to any process.
+func CPUBusy(cpu int) (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	prefix := fmt.Sprintf("cpu%d ", cpu)
+	for line := range strings.SplitSeq(string(b), "\n") {
+		fields := strings.Fields(line)
+		if !strings.HasPrefix(line, prefix) || len(fields) < 9 {
+			continue
+		}
+		var busy uint64
+		for _, i := range []int{1, 2, 3, 8} { // user nice system steal
+			v, _ := strconv.ParseUint(fields[i], 10, 64)
+			busy += v
+		}
+		return float64(busy) / 100, nil
+	}
+	return 0, fmt.Errorf("/proc/stat has no %q line", prefix)
 }
