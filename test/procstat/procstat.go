@@ -1,6 +1,5 @@
 // Package procstat reads a process's memory and CPU time, and a CPU's busy
-// time, from Linux's
-// /proc, for bench/ and soak/.
+// time, from Linux's /proc, for bench/ and soak/.
 package procstat
 
 import (
