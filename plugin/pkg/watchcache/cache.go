@@ -84,7 +84,9 @@ type Cache struct {
 	rc   *rest.Config
 	hc   *http.Client
 	core kubernetes.Interface
-	mcs  mcsclient.Interface
+	// slices reads EndpointSlices straight into their cached form.
+	slices rest.Interface
+	mcs    mcsclient.Interface
 	// probe is the /readyz probe of the connection while any informer
 	// runs (probe.go); guarded by registry's lock.
 	probe      *connProbe
@@ -180,11 +182,15 @@ func newCache(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create API client: %w", err)
 	}
+	slices, err := sliceClient(rc, hc, cfg.EndpointPodNames)
+	if err != nil {
+		return nil, err
+	}
 	mcs, err := mcsclient.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("create MCS API client: %w", err)
 	}
-	return &Cache{cfg: cfg, rc: rc, hc: hc, core: core, mcs: mcs, probeEvery: probeInterval, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
+	return &Cache{cfg: cfg, rc: rc, hc: hc, core: core, slices: slices, mcs: mcs, probeEvery: probeInterval, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
 }
 
 // protobuf asks for the API's protobuf encoding, which built-in types

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,8 +48,9 @@ func (c *Cache) listingOf(k Resources) listing {
 		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "services", metav1.NamespaceAll, sel),
 			&corev1.Service{}, toService}
 	case EndpointSlices:
-		return listing{cache.NewFilteredListWatchFromClient(c.core.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, sel),
-			&discoveryv1.EndpointSlice{}, sliceTransform(c.cfg.EndpointPodNames)}
+		// Decoded into the cached form by the client (codec.go).
+		return listing{cache.NewFilteredListWatchFromClient(c.slices, "endpointslices", metav1.NamespaceAll, sel),
+			&EndpointSlice{}, nil}
 	case Namespaces:
 		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
 			&corev1.Namespace{}, toNamespace}
