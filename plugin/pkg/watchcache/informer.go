@@ -198,8 +198,13 @@ func (inf *informer) reportSync(ctx context.Context) {
 	log.Infof("%s synced: %d objects in %s", resourceNames[inf.kind], len(inf.store.ListKeys()), time.Since(start).Round(time.Millisecond))
 }
 
-// syncTick paces WaitForSync's polling.
-func (c *Cache) syncTick() <-chan time.Time { return time.After(50 * time.Millisecond) }
+// syncTick paces WaitForSync's polling: the server answers when the
+// cache has synced, so every millisecond of the tick is start-up time
+// (half a tick on average), while a poll costs a few atomic loads.
+func (c *Cache) syncTick() <-chan time.Time { return time.After(syncPollInterval) }
+
+// syncPollInterval is how often a wait for the sync looks.
+const syncPollInterval = 5 * time.Millisecond
 
 // connState follows whether list and watch calls reach the API server, so
 // an outage and the recovery are each logged once, and exported.
