@@ -84,9 +84,10 @@ type Cache struct {
 	rc   *rest.Config
 	hc   *http.Client
 	core kubernetes.Interface
-	// slices reads EndpointSlices straight into their cached form.
-	slices rest.Interface
-	mcs    mcsclient.Interface
+	// wire reads Services and EndpointSlices straight into their cached
+	// form (codec.go).
+	wire wireClients
+	mcs  mcsclient.Interface
 	// probe is the /readyz probe of the connection while any informer
 	// runs (probe.go); guarded by registry's lock.
 	probe      *connProbe
@@ -182,7 +183,7 @@ func newCache(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create API client: %w", err)
 	}
-	slices, err := sliceClient(rc, hc, cfg.EndpointPodNames)
+	wire, err := newWireClients(rc, hc, cfg.EndpointPodNames)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func newCache(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create MCS API client: %w", err)
 	}
-	return &Cache{cfg: cfg, rc: rc, hc: hc, core: core, slices: slices, mcs: mcs, probeEvery: probeInterval, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
+	return &Cache{cfg: cfg, rc: rc, hc: hc, core: core, wire: wire, mcs: mcs, probeEvery: probeInterval, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
 }
 
 // protobuf asks for the API's protobuf encoding, which built-in types

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,114 +14,138 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// EndpointSlices are decoded straight into their cached form, in the
-// client that reads them: the reflector then lists and watches
-// *EndpointSlice, and the generated type is never made. Every replica of
-// the DNS server reads every change of every slice in the cluster, and
-// the generated Unmarshal was most of what a change cost.
+// Services and EndpointSlices are decoded straight into their cached form,
+// in the clients that read them: the reflectors then list and watch
+// *Service and *EndpointSlice, and the generated types are never made.
+// Every replica of the DNS server reads every change of every slice and
+// service in the cluster, and the generated Unmarshal was most of what a
+// change cost, and most of the start-up.
 
-// sliceGroupVersion is the EndpointSlice API the cache reads.
-var sliceGroupVersion = discoveryv1.SchemeGroupVersion
+// wireClients are the REST clients whose decoders give cached objects.
+type wireClients struct {
+	services rest.Interface
+	slices   rest.Interface
+}
 
-// sliceClient is a REST client of discovery.k8s.io/v1 whose decoders give
-// cached EndpointSlices; it shares the connection and rate limiter of rc
-// and hc.
-func sliceClient(rc *rest.Config, hc *http.Client, podNames bool) (rest.Interface, error) {
+func newWireClients(rc *rest.Config, hc *http.Client, podNames bool) (wireClients, error) {
+	services, err := wireClient(rc, hc, corev1.SchemeGroupVersion, "/api", podNames)
+	if err != nil {
+		return wireClients{}, fmt.Errorf("create Service client: %w", err)
+	}
+	slices, err := wireClient(rc, hc, discoveryv1.SchemeGroupVersion, "/apis", podNames)
+	if err != nil {
+		return wireClients{}, fmt.Errorf("create EndpointSlice client: %w", err)
+	}
+	return wireClients{services: services, slices: slices}, nil
+}
+
+// wireClient is a REST client of gv whose decoders give cached objects; it
+// shares the connection and rate limiter of rc and hc.
+func wireClient(rc *rest.Config, hc *http.Client, gv schema.GroupVersion, apiPath string, podNames bool) (rest.Interface, error) {
 	c := protobuf(rc)
-	c.GroupVersion = &sliceGroupVersion
-	c.APIPath = "/apis"
-	c.NegotiatedSerializer = sliceSerializers{NegotiatedSerializer: rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion(), podNames: podNames}
+	c.GroupVersion = &gv
+	c.APIPath = apiPath
+	c.NegotiatedSerializer = wireSerializers{NegotiatedSerializer: rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion(), podNames: podNames}
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	client, err := rest.RESTClientForConfigAndClient(c, hc)
-	if err != nil {
-		return nil, fmt.Errorf("create EndpointSlice client: %w", err)
-	}
-	return client, nil
+	return rest.RESTClientForConfigAndClient(c, hc)
 }
 
-// sliceSerializers are the client's usual serializers, each with a
-// decoder that gives cached EndpointSlices.
-type sliceSerializers struct {
+// wireSerializers are the client's usual serializers, each with a decoder
+// that gives cached objects.
+type wireSerializers struct {
 	runtime.NegotiatedSerializer
 	podNames bool
 }
 
-func (s sliceSerializers) SupportedMediaTypes() []runtime.SerializerInfo {
+func (s wireSerializers) SupportedMediaTypes() []runtime.SerializerInfo {
 	infos := append([]runtime.SerializerInfo(nil), s.NegotiatedSerializer.SupportedMediaTypes()...)
 	for i := range infos {
-		infos[i].Serializer = sliceDecoder{Serializer: infos[i].Serializer, podNames: s.podNames}
+		infos[i].Serializer = wireDecoder{Serializer: infos[i].Serializer, podNames: s.podNames}
 	}
 	return infos
 }
 
-// sliceDecoder decodes EndpointSlices and their lists into the cached
-// form: the protobuf encoding field by field (decodeSlice), any other
-// through the generated type and convertSlice. Other objects (a Status in
-// an error) are decoded as usual.
-type sliceDecoder struct {
+// wireDecoder decodes Services, EndpointSlices and their lists into the
+// cached form: the protobuf encoding field by field (decodeService,
+// decodeSlice), any other through the generated types and their
+// conversion. Other objects (the Status of an error) are decoded as
+// usual.
+type wireDecoder struct {
 	runtime.Serializer
 	podNames bool
 }
 
 var (
-	sliceKind     = sliceGroupVersion.WithKind("EndpointSlice")
-	sliceListKind = sliceGroupVersion.WithKind("EndpointSliceList")
+	serviceAPIVersion = []byte(corev1.SchemeGroupVersion.String())
+	sliceAPIVersion   = []byte(discoveryv1.SchemeGroupVersion.String())
 )
 
-func (d sliceDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+func (d wireDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	if into == nil {
-		if obj, gvk, ok, err := d.decodeWire(data); ok {
-			return obj, gvk, err
+		if obj, err := d.decodeWire(data); obj != nil || err != nil {
+			return obj, nil, err
 		}
 	}
 	obj, gvk, err := d.Serializer.Decode(data, defaults, into)
 	if err != nil {
 		return obj, gvk, err
 	}
-	switch o := obj.(type) {
-	case *discoveryv1.EndpointSlice:
-		converted, err := convertSlice(o, d.podNames)
-		return converted.(runtime.Object), gvk, err
-	case *discoveryv1.EndpointSliceList:
-		return d.convertList(o), gvk, nil
-	}
-	return obj, gvk, nil
+	return d.convert(obj), gvk, nil
 }
 
-// decodeWire decodes a protobuf EndpointSlice or EndpointSliceList; ok is
-// false for anything else.
-func (d sliceDecoder) decodeWire(data []byte) (obj runtime.Object, gvk *schema.GroupVersionKind, ok bool, err error) {
+// decodeWire decodes a protobuf Service, EndpointSlice or list of either;
+// nil, nil for anything else.
+func (d wireDecoder) decodeWire(data []byte) (runtime.Object, error) {
 	apiVersion, kind, raw, ok := envelope(data)
-	if !ok || !bytes.Equal(apiVersion, []byte(sliceGroupVersion.String())) {
-		return nil, nil, false, nil
+	if !ok {
+		return nil, nil
 	}
-	switch string(kind) {
-	case sliceKind.Kind:
-		s, err := decodeSlice(raw, d.podNames)
-		return s, &sliceKind, true, wireError(err)
-	case sliceListKind.Kind:
-		l, err := decodeSliceList(raw, d.podNames)
-		return l, &sliceListKind, true, wireError(err)
+	var obj runtime.Object
+	var err error
+	switch {
+	case bytes.Equal(apiVersion, sliceAPIVersion) && string(kind) == "EndpointSlice":
+		obj, err = decodeSlice(raw, d.podNames)
+	case bytes.Equal(apiVersion, sliceAPIVersion) && string(kind) == "EndpointSliceList":
+		obj, err = decodeSliceList(raw, d.podNames)
+	case bytes.Equal(apiVersion, serviceAPIVersion) && string(kind) == "Service":
+		obj, err = decodeService(raw)
+	case bytes.Equal(apiVersion, serviceAPIVersion) && string(kind) == "ServiceList":
+		obj, err = decodeServiceList(raw)
+	default:
+		return nil, nil
 	}
-	return nil, nil, false, nil
-}
-
-func wireError(err error) error {
 	if err != nil {
-		return fmt.Errorf("decode EndpointSlice: %w", err)
+		return nil, fmt.Errorf("decode %s: %w", kind, err)
 	}
-	return nil
+	return obj, nil
 }
 
-func (d sliceDecoder) convertList(l *discoveryv1.EndpointSliceList) *sliceList {
-	out := &sliceList{ListMeta: l.ListMeta, Items: make([]*EndpointSlice, 0, len(l.Items))}
-	for i := range l.Items {
-		s, _ := convertSlice(&l.Items[i], d.podNames)
-		out.Items = append(out.Items, s.(*EndpointSlice))
+// convert is the cached form of a Service, EndpointSlice or list of
+// either decoded as generated types (JSON); anything else as it is.
+func (d wireDecoder) convert(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		s, _ := toService(o)
+		return s.(*Service)
+	case *corev1.ServiceList:
+		out := &serviceList{ListMeta: o.ListMeta, Items: make([]*Service, 0, len(o.Items))}
+		for i := range o.Items {
+			out.Items = append(out.Items, d.convert(&o.Items[i]).(*Service))
+		}
+		return out
+	case *discoveryv1.EndpointSlice:
+		s, _ := convertSlice(o, d.podNames)
+		return s.(*EndpointSlice)
+	case *discoveryv1.EndpointSliceList:
+		out := &sliceList{ListMeta: o.ListMeta, Items: make([]*EndpointSlice, 0, len(o.Items))}
+		for i := range o.Items {
+			out.Items = append(out.Items, d.convert(&o.Items[i]).(*EndpointSlice))
+		}
+		return out
 	}
-	return out
+	return obj
 }
 
 // GetObjectKind implements runtime.Object: the list is typed by Go type.
@@ -129,4 +154,13 @@ func (l *sliceList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjec
 // DeepCopyObject implements runtime.Object; the list is never modified.
 func (l *sliceList) DeepCopyObject() runtime.Object { return l }
 
-var _ metav1.ListInterface = (*sliceList)(nil)
+// GetObjectKind implements runtime.Object: the list is typed by Go type.
+func (l *serviceList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object; the list is never modified.
+func (l *serviceList) DeepCopyObject() runtime.Object { return l }
+
+var (
+	_ metav1.ListInterface = (*sliceList)(nil)
+	_ metav1.ListInterface = (*serviceList)(nil)
+)

@@ -45,11 +45,11 @@ func (c *Cache) listingOf(k Resources) listing {
 	all := func(*metav1.ListOptions) {}
 	switch k {
 	case Services:
-		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "services", metav1.NamespaceAll, sel),
-			&corev1.Service{}, toService}
-	case EndpointSlices:
 		// Decoded into the cached form by the client (codec.go).
-		return listing{cache.NewFilteredListWatchFromClient(c.slices, "endpointslices", metav1.NamespaceAll, sel),
+		return listing{cache.NewFilteredListWatchFromClient(c.wire.services, "services", metav1.NamespaceAll, sel),
+			&Service{}, nil}
+	case EndpointSlices:
+		return listing{cache.NewFilteredListWatchFromClient(c.wire.slices, "endpointslices", metav1.NamespaceAll, sel),
 			&EndpointSlice{}, nil}
 	case Namespaces:
 		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),

@@ -292,16 +292,7 @@ func externalIPs(s *corev1.Service) []netip.Addr {
 }
 
 func serviceKind(s *corev1.Service) ServiceKind {
-	switch {
-	case s.Spec.Type == corev1.ServiceTypeExternalName:
-		return ExternalName
-	case s.Spec.ClusterIP != corev1.ClusterIPNone && s.Spec.ClusterIP != "":
-		return ClusterIP
-	case len(s.Spec.Selector) > 0:
-		return HeadlessWithSelector
-	default:
-		return HeadlessWithoutSelector
-	}
+	return kindOf(string(s.Spec.Type), s.Spec.ClusterIP, len(s.Spec.Selector) > 0)
 }
 
 // parseAddrs parses clusterIPs, falling back to the single clusterIP field

@@ -92,16 +92,20 @@ func encodeProtobuf(t testing.TB, obj runtime.Object) []byte {
 	if !ok {
 		t.Fatal("no protobuf serializer")
 	}
+	gvks, _, err := scheme.Scheme.ObjectKinds(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
-	if err := scheme.Codecs.EncoderForVersion(info.Serializer, discoveryv1.SchemeGroupVersion).Encode(obj, &buf); err != nil {
+	if err := scheme.Codecs.EncoderForVersion(info.Serializer, gvks[0].GroupVersion()).Encode(obj, &buf); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
 }
 
-func protobufDecoder(podNames bool) sliceDecoder {
-	info, _ := runtime.SerializerInfoForMediaType(sliceSerializers{NegotiatedSerializer: scheme.Codecs.WithoutConversion(), podNames: podNames}.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	return info.Serializer.(sliceDecoder)
+func protobufDecoder(podNames bool) wireDecoder {
+	info, _ := runtime.SerializerInfoForMediaType(wireSerializers{NegotiatedSerializer: scheme.Codecs.WithoutConversion(), podNames: podNames}.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	return info.Serializer.(wireDecoder)
 }
 
 // TestDecodeSliceMatchesConversion: the protobuf read field by field gives
@@ -137,7 +141,7 @@ func TestDecodeSliceListMatchesConversion(t *testing.T) {
 		for range rng.IntN(20) {
 			l.Items = append(l.Items, *randomSlice(rng))
 		}
-		want := d.convertList(l.DeepCopy())
+		want := d.convert(l.DeepCopy())
 		got, _, err := d.Decode(encodeProtobuf(t, l), nil, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -156,7 +160,7 @@ func TestDecodeSliceFallsBack(t *testing.T) {
 	s.AddressType = discoveryv1.AddressTypeIPv4
 	s.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}
 	want, _ := convertSlice(s.DeepCopy(), true)
-	info, _ := runtime.SerializerInfoForMediaType(sliceSerializers{NegotiatedSerializer: scheme.Codecs.WithoutConversion(), podNames: true}.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	info, _ := runtime.SerializerInfoForMediaType(wireSerializers{NegotiatedSerializer: scheme.Codecs.WithoutConversion(), podNames: true}.SupportedMediaTypes(), runtime.ContentTypeJSON)
 	var buf bytes.Buffer
 	if err := scheme.Codecs.EncoderForVersion(info.Serializer, discoveryv1.SchemeGroupVersion).Encode(s, &buf); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -75,4 +76,46 @@ func BenchmarkDecodeSlice(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkDecodeService is the same for a ClusterIP Service as kubectl
+// applies it (last-applied annotation, managedFields).
+func BenchmarkDecodeService(b *testing.B) {
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team-a", UID: "0b5a7f5e-1d63-4e45-9b6e-3c1f1b0c9a10", ResourceVersion: "123456",
+			CreationTimestamp: metav1.NewTime(time.Unix(1700000000, 0)), Labels: map[string]string{"app": "web"},
+			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"v1","kind":"Service","metadata":{"annotations":{},"labels":{"app":"web"},"name":"web","namespace":"team-a"},"spec":{"ports":[{"name":"http","port":80,"targetPort":8080}],"selector":{"app":"web"}}}`},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl-client-side-apply", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+				Time: ptr(metav1.NewTime(time.Unix(1700000000, 0))), FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}},"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:internalTrafficPolicy":{},"f:ports":{".":{},"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{},"f:protocol":{},"f:targetPort":{}}},"f:selector":{},"f:sessionAffinity":{},"f:type":{}}}`)}}},
+		},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.96.12.34", ClusterIPs: []string{"10.96.12.34"},
+			Selector: map[string]string{"app": "web"}, SessionAffinity: corev1.ServiceAffinityNone,
+			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptr(corev1.IPFamilyPolicySingleStack),
+			InternalTrafficPolicy: ptr(corev1.ServiceInternalTrafficPolicyCluster),
+			Ports:                 []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	data := encodeProtobuf(b, svc)
+	b.Run("generated", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			obj, _, err := info.Serializer.Decode(data, nil, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := toService(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	d := protobufDecoder(false)
+	b.Run("wire", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := d.Decode(data, nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
