@@ -181,9 +181,10 @@ func (b *builder) facts(ns string, svc *watchcache.Service) *dnszone.Facts {
 type buildInput struct {
 	svc       *watchcache.Service
 	endpoints []watchcache.EndpointAddr
-	// ports of the endpoints by "<name>/<proto>", from the slices: for a
-	// headless service clients connect to these, not to the service port.
-	slicePorts map[string]int32
+	// slices are the service's slices, whose ports are the endpoints': for
+	// a headless service clients connect to these, not to the service
+	// port.
+	slices []*watchcache.EndpointSlice
 }
 
 // input gathers a service's served endpoints from its slices.
@@ -200,14 +201,7 @@ func (b *builder) input(svc *watchcache.Service) buildInput {
 	if svc.Kind == watchcache.ClusterIP {
 		return in // only whether any endpoint is ready matters
 	}
-	in.slicePorts = map[string]int32{}
-	for _, s := range slices {
-		for _, p := range s.Ports {
-			if _, ok := in.slicePorts[p.Name+"/"+p.Protocol]; !ok {
-				in.slicePorts[p.Name+"/"+p.Protocol] = p.Port
-			}
-		}
-	}
+	in.slices = slices
 	return in
 }
 
@@ -251,7 +245,7 @@ func serviceFacts(in buildInput, o *options) *dnszone.Facts {
 		}
 		eps = append(eps, dnszone.NewEndpoint(ep.Addr, host, group, named))
 	}
-	return dnszone.NewHeadless(key, eps, ports(svc.Ports, in.slicePorts), zones.groups)
+	return dnszone.NewHeadless(key, eps, ports(svc.Ports, in.slices), zones.groups)
 }
 
 // zoneGroups are a headless service's endpoint groups by topology zone,
@@ -285,16 +279,30 @@ func (z *zoneGroups) of(zone string) uint8 {
 // ports are a service's ports for SRV records; a headless service's
 // clients connect to its endpoints' port numbers (slicePorts) when the
 // slices have them.
-func ports(ps []watchcache.Port, slicePorts map[string]int32) []dnszone.SRVPort {
+func ports(ps []watchcache.Port, slices []*watchcache.EndpointSlice) []dnszone.SRVPort {
 	out := make([]dnszone.SRVPort, 0, len(ps))
 	for _, p := range ps {
 		number := p.Port
-		if n, ok := slicePorts[p.Name+"/"+p.Protocol]; ok {
+		if n, ok := slicePort(slices, p); ok {
 			number = n
 		}
 		out = append(out, dnszone.SRVPort{Name: p.Name, Proto: p.Protocol, Number: uint16(number)})
 	}
 	return out
+}
+
+// slicePort is the number of the first port of slices with p's name and
+// protocol. A scan: services have a few ports, and a map per build cost
+// more than the search.
+func slicePort(slices []*watchcache.EndpointSlice, p watchcache.Port) (int32, bool) {
+	for _, s := range slices {
+		for _, sp := range s.Ports {
+			if sp.Name == p.Name && sp.Protocol == p.Protocol {
+				return sp.Port, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // explicitHostname is the schema's hostname of an endpoint when the API

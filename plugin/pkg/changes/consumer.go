@@ -114,8 +114,10 @@ func (c Consumer) Start() (*Started, error) {
 	return s, nil
 }
 
-// syncPoll paces the wait for the cache's sync while nothing is marked.
-const syncPoll = 50 * time.Millisecond
+// syncPoll paces the wait for the cache's sync while nothing is marked;
+// short, because the first snapshot waits for it (see syncTick in
+// watchcache).
+const syncPoll = 5 * time.Millisecond
 
 // prepareUntilSynced waits for the cache to sync, letting prep (when not
 // nil) apply changes as they arrive; false when ctx ends first.

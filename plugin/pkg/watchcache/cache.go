@@ -84,6 +84,9 @@ type Cache struct {
 	rc   *rest.Config
 	hc   *http.Client
 	core kubernetes.Interface
+	// wire reads Services and EndpointSlices straight into their cached
+	// form (codec.go).
+	wire wireClients
 	mcs  mcsclient.Interface
 	// probe is the /readyz probe of the connection while any informer
 	// runs (probe.go); guarded by registry's lock.
@@ -180,11 +183,15 @@ func newCache(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create API client: %w", err)
 	}
+	wire, err := newWireClients(rc, hc, cfg.EndpointPodNames)
+	if err != nil {
+		return nil, err
+	}
 	mcs, err := mcsclient.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("create MCS API client: %w", err)
 	}
-	return &Cache{cfg: cfg, rc: rc, hc: hc, core: core, mcs: mcs, probeEvery: probeInterval, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
+	return &Cache{cfg: cfg, rc: rc, hc: hc, core: core, wire: wire, mcs: mcs, probeEvery: probeInterval, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
 }
 
 // protobuf asks for the API's protobuf encoding, which built-in types

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,11 +45,12 @@ func (c *Cache) listingOf(k Resources) listing {
 	all := func(*metav1.ListOptions) {}
 	switch k {
 	case Services:
-		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "services", metav1.NamespaceAll, sel),
-			&corev1.Service{}, toService}
+		// Decoded into the cached form by the client (codec.go).
+		return listing{cache.NewFilteredListWatchFromClient(c.wire.services, "services", metav1.NamespaceAll, sel),
+			&Service{}, nil}
 	case EndpointSlices:
-		return listing{cache.NewFilteredListWatchFromClient(c.core.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, sel),
-			&discoveryv1.EndpointSlice{}, sliceTransform(c.cfg.EndpointPodNames)}
+		return listing{cache.NewFilteredListWatchFromClient(c.wire.slices, "endpointslices", metav1.NamespaceAll, sel),
+			&EndpointSlice{}, nil}
 	case Namespaces:
 		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
 			&corev1.Namespace{}, toNamespace}
@@ -198,8 +198,13 @@ func (inf *informer) reportSync(ctx context.Context) {
 	log.Infof("%s synced: %d objects in %s", resourceNames[inf.kind], len(inf.store.ListKeys()), time.Since(start).Round(time.Millisecond))
 }
 
-// syncTick paces WaitForSync's polling.
-func (c *Cache) syncTick() <-chan time.Time { return time.After(50 * time.Millisecond) }
+// syncTick paces WaitForSync's polling: the server answers when the
+// cache has synced, so every millisecond of the tick is start-up time
+// (half a tick on average), while a poll costs a few atomic loads.
+func (c *Cache) syncTick() <-chan time.Time { return time.After(syncPollInterval) }
+
+// syncPollInterval is how often a wait for the sync looks.
+const syncPollInterval = 5 * time.Millisecond
 
 // connState follows whether list and watch calls reach the API server, so
 // an outage and the recovery are each logged once, and exported.

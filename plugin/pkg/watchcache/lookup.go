@@ -141,30 +141,46 @@ type EndpointAddr struct {
 // from the first slice in (cluster, slice name) order; dup, when not nil,
 // is called for each duplicate dropped. The result is sorted by address.
 func ServedEndpoints(slices_ []*EndpointSlice, publishNotReady bool, dup func(kept, dropped EndpointAddr)) []EndpointAddr {
-	ordered := slices.Clone(slices_)
-	slices.SortFunc(ordered, func(a, b *EndpointSlice) int {
-		return cmp.Or(cmp.Compare(a.SourceCluster, b.SourceCluster), cmp.Compare(a.name, b.name))
-	})
-	seen := map[netip.Addr]int{}
-	var out []EndpointAddr
+	ordered := slices_
+	if len(slices_) > 1 {
+		ordered = slices.Clone(slices_)
+		slices.SortFunc(ordered, func(a, b *EndpointSlice) int {
+			return cmp.Or(cmp.Compare(a.SourceCluster, b.SourceCluster), cmp.Compare(a.name, b.name))
+		})
+	}
+	n := 0
 	for _, s := range ordered {
-		for _, e := range s.Endpoints {
+		n += len(s.Endpoints)
+	}
+	out := make([]EndpointAddr, 0, n)
+	for _, s := range ordered {
+		for i := range s.Endpoints {
+			e := &s.Endpoints[i]
 			if e.Terminating || !(e.Ready || publishNotReady) {
 				continue
 			}
 			for _, a := range e.Addresses {
-				ea := EndpointAddr{Addr: a, Hostname: e.Hostname, PodName: e.PodName, Cluster: s.SourceCluster, Slice: s.name, Zone: s.Zone(&e)}
-				if i, ok := seen[a]; ok {
-					if dup != nil {
-						dup(out[i], ea)
-					}
-					continue
-				}
-				seen[a] = len(out)
-				out = append(out, ea)
+				out = append(out, EndpointAddr{Addr: a, Hostname: e.Hostname, PodName: e.PodName, Cluster: s.SourceCluster, Slice: s.name, Zone: s.Zone(e)})
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b EndpointAddr) int { return a.Addr.Compare(b.Addr) })
-	return out
+	// Sorted by address, stably: of equal addresses the first is the one
+	// in (cluster, slice name) order, which is kept. A sort, where a map
+	// of the addresses seen cost more than the rest of the merge.
+	slices.SortStableFunc(out, func(a, b EndpointAddr) int { return a.Addr.Compare(b.Addr) })
+	kept := 0
+	for i := range out {
+		if i > 0 && out[i].Addr == out[kept-1].Addr {
+			if dup != nil {
+				dup(out[kept-1], out[i])
+			}
+			continue
+		}
+		out[kept] = out[i]
+		kept++
+	}
+	if kept == 0 {
+		return nil
+	}
+	return out[:kept]
 }

@@ -134,16 +134,25 @@ func (s *EndpointSlice) Zone(e *Endpoint) string {
 // zoneIndex is 1 + the index of zone in s.zones, added if new; 0 for no
 // zone, or past the (theoretical) 65535th distinct zone of one slice.
 func (s *EndpointSlice) zoneIndex(zone *string) uint16 {
-	if zone == nil || *zone == "" {
+	if zone == nil {
 		return 0
 	}
-	if i := slices.Index(s.zones, *zone); i >= 0 {
+	return zoneIndexOf(s, *zone)
+}
+
+// zoneIndexOf is zoneIndex of a zone in bytes or a string: the wire
+// decoder makes a string of a zone only the first time it sees it.
+func zoneIndexOf[T []byte | string](s *EndpointSlice, zone T) uint16 {
+	if len(zone) == 0 {
+		return 0
+	}
+	if i := slices.IndexFunc(s.zones, func(z string) bool { return z == string(zone) }); i >= 0 {
 		return uint16(i + 1)
 	}
 	if len(s.zones) >= math.MaxUint16 {
 		return 0
 	}
-	s.zones = append(s.zones, *zone)
+	s.zones = append(s.zones, string(zone))
 	return uint16(len(s.zones))
 }
 
@@ -283,16 +292,7 @@ func externalIPs(s *corev1.Service) []netip.Addr {
 }
 
 func serviceKind(s *corev1.Service) ServiceKind {
-	switch {
-	case s.Spec.Type == corev1.ServiceTypeExternalName:
-		return ExternalName
-	case s.Spec.ClusterIP != corev1.ClusterIPNone && s.Spec.ClusterIP != "":
-		return ClusterIP
-	case len(s.Spec.Selector) > 0:
-		return HeadlessWithSelector
-	default:
-		return HeadlessWithoutSelector
-	}
+	return kindOf(string(s.Spec.Type), s.Spec.ClusterIP, len(s.Spec.Selector) > 0)
 }
 
 // parseAddrs parses clusterIPs, falling back to the single clusterIP field
@@ -324,15 +324,10 @@ func warnOnce(key, format string, args ...any) {
 // toEndpointSlice converts a discovery/v1 EndpointSlice, keeping pod names.
 func toEndpointSlice(obj any) (any, error) { return convertSlice(obj, true) }
 
-// sliceTransform converts EndpointSlices for the informer, keeping pod
-// names only when podNames is set.
-func sliceTransform(podNames bool) func(any) (any, error) {
-	return func(obj any) (any, error) { return convertSlice(obj, podNames) }
-}
-
 // convertSlice converts a discovery/v1 EndpointSlice. Endpoints of an
 // address type DNS cannot serve (FQDN) or with unparsable addresses are
-// dropped with a log line.
+// dropped with a log line. decodeSlice makes the same of the protobuf
+// encoding directly; the helpers below are shared by both.
 func convertSlice(obj any, podNames bool) (any, error) {
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok {
@@ -345,12 +340,8 @@ func convertSlice(obj any, podNames bool) (any, error) {
 		SourceCluster:       s.Labels[LabelSourceCluster],
 		Changed:             changeTime(&s.ObjectMeta),
 	}
-	if out.Service == "" && out.MultiClusterService == "" {
-		warnOnce(s.Namespace+"/"+s.Name+"/unlabelled", "EndpointSlice %s/%s has neither %s nor %s: it belongs to no service and is not served",
-			s.Namespace, s.Name, LabelServiceName, LabelMultiClusterServiceName)
-	}
-	if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
-		warnOnce(s.Namespace+"/"+s.Name+"/type", "EndpointSlice %s/%s: address type %q is not served", s.Namespace, s.Name, s.AddressType)
+	warnUnlabelled(out)
+	if !servedAddressType(out, s.AddressType) {
 		return out, nil
 	}
 	// One array holds the addresses of every endpoint (one each, as the
@@ -365,7 +356,7 @@ func convertSlice(obj any, podNames bool) (any, error) {
 	for i := range s.Endpoints {
 		var ep Endpoint
 		var ok bool
-		if ep, addrs, ok = toEndpoint(s, &s.Endpoints[i], addrs); ok {
+		if ep, addrs, ok = toEndpoint(out, s.AddressType, &s.Endpoints[i], addrs); ok {
 			if !podNames {
 				ep.PodName = ""
 			}
@@ -380,9 +371,31 @@ func convertSlice(obj any, podNames bool) (any, error) {
 	return out, nil
 }
 
+// warnUnlabelled logs, once, a slice that belongs to no service.
+func warnUnlabelled(s *EndpointSlice) {
+	if s.Service == "" && s.MultiClusterService == "" {
+		warnOnce(s.namespace+"/"+s.name+"/unlabelled", "EndpointSlice %s/%s has neither %s nor %s: it belongs to no service and is not served",
+			s.namespace, s.name, LabelServiceName, LabelMultiClusterServiceName)
+	}
+}
+
+// servedAddressType tells whether DNS serves endpoints of the address
+// type t (IPv4, IPv6: not FQDN), and logs once when not.
+func servedAddressType(s *EndpointSlice, t discoveryv1.AddressType) bool {
+	if t == discoveryv1.AddressTypeIPv4 || t == discoveryv1.AddressTypeIPv6 {
+		return true
+	}
+	warnOnce(s.namespace+"/"+s.name+"/type", "EndpointSlice %s/%s: address type %q is not served", s.namespace, s.name, t)
+	return false
+}
+
+func warnBadAddress(s *EndpointSlice, a string, t discoveryv1.AddressType) {
+	log.Warningf("EndpointSlice %s/%s: address %q is not a valid %s address, skipped", s.namespace, s.name, a, t)
+}
+
 // toEndpoint converts one endpoint, its addresses appended to addrs (and
 // its Addresses a part of that array); it returns the array.
-func toEndpoint(s *discoveryv1.EndpointSlice, e *discoveryv1.Endpoint, addrs []netip.Addr) (Endpoint, []netip.Addr, bool) {
+func toEndpoint(s *EndpointSlice, t discoveryv1.AddressType, e *discoveryv1.Endpoint, addrs []netip.Addr) (Endpoint, []netip.Addr, bool) {
 	ep := Endpoint{
 		Ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,
 		Terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
@@ -396,14 +409,21 @@ func toEndpoint(s *discoveryv1.EndpointSlice, e *discoveryv1.Endpoint, addrs []n
 	start := len(addrs)
 	for _, a := range e.Addresses {
 		addr, err := netip.ParseAddr(a)
-		if err != nil || (addr.Is4() != (s.AddressType == discoveryv1.AddressTypeIPv4)) {
-			log.Warningf("EndpointSlice %s/%s: address %q is not a valid %s address, skipped", s.Namespace, s.Name, a, s.AddressType)
+		if err != nil || (addr.Is4() != (t == discoveryv1.AddressTypeIPv4)) {
+			warnBadAddress(s, a, t)
 			continue
 		}
 		addrs = append(addrs, addr)
 	}
+	return endpointAddresses(s, ep, addrs, start)
+}
+
+// endpointAddresses gives ep the addresses of addrs from start on, capped
+// so that appends to the array never reach them; false, logged, when there
+// are none.
+func endpointAddresses(s *EndpointSlice, ep Endpoint, addrs []netip.Addr, start int) (Endpoint, []netip.Addr, bool) {
 	if len(addrs) == start {
-		log.Warningf("EndpointSlice %s/%s: an endpoint has no usable address, skipped", s.Namespace, s.Name)
+		log.Warningf("EndpointSlice %s/%s: an endpoint has no usable address, skipped", s.namespace, s.name)
 		return ep, addrs, false
 	}
 	ep.Addresses = addrs[start:len(addrs):len(addrs)]

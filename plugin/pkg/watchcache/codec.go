@@ -1,0 +1,166 @@
+package watchcache
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// Services and EndpointSlices are decoded straight into their cached form,
+// in the clients that read them: the reflectors then list and watch
+// *Service and *EndpointSlice, and the generated types are never made.
+// Every replica of the DNS server reads every change of every slice and
+// service in the cluster, and the generated Unmarshal was most of what a
+// change cost, and most of the start-up.
+
+// wireClients are the REST clients whose decoders give cached objects.
+type wireClients struct {
+	services rest.Interface
+	slices   rest.Interface
+}
+
+func newWireClients(rc *rest.Config, hc *http.Client, podNames bool) (wireClients, error) {
+	services, err := wireClient(rc, hc, corev1.SchemeGroupVersion, "/api", podNames)
+	if err != nil {
+		return wireClients{}, fmt.Errorf("create Service client: %w", err)
+	}
+	slices, err := wireClient(rc, hc, discoveryv1.SchemeGroupVersion, "/apis", podNames)
+	if err != nil {
+		return wireClients{}, fmt.Errorf("create EndpointSlice client: %w", err)
+	}
+	return wireClients{services: services, slices: slices}, nil
+}
+
+// wireClient is a REST client of gv whose decoders give cached objects; it
+// shares the connection and rate limiter of rc and hc.
+func wireClient(rc *rest.Config, hc *http.Client, gv schema.GroupVersion, apiPath string, podNames bool) (rest.Interface, error) {
+	c := protobuf(rc)
+	c.GroupVersion = &gv
+	c.APIPath = apiPath
+	c.NegotiatedSerializer = wireSerializers{NegotiatedSerializer: rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion(), podNames: podNames}
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return rest.RESTClientForConfigAndClient(c, hc)
+}
+
+// wireSerializers are the client's usual serializers, each with a decoder
+// that gives cached objects.
+type wireSerializers struct {
+	runtime.NegotiatedSerializer
+	podNames bool
+}
+
+func (s wireSerializers) SupportedMediaTypes() []runtime.SerializerInfo {
+	infos := append([]runtime.SerializerInfo(nil), s.NegotiatedSerializer.SupportedMediaTypes()...)
+	for i := range infos {
+		infos[i].Serializer = wireDecoder{Serializer: infos[i].Serializer, podNames: s.podNames}
+	}
+	return infos
+}
+
+// wireDecoder decodes Services, EndpointSlices and their lists into the
+// cached form: the protobuf encoding field by field (decodeService,
+// decodeSlice), any other through the generated types and their
+// conversion. Other objects (the Status of an error) are decoded as
+// usual.
+type wireDecoder struct {
+	runtime.Serializer
+	podNames bool
+}
+
+var (
+	serviceAPIVersion = []byte(corev1.SchemeGroupVersion.String())
+	sliceAPIVersion   = []byte(discoveryv1.SchemeGroupVersion.String())
+)
+
+func (d wireDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if into == nil {
+		if obj, err := d.decodeWire(data); obj != nil || err != nil {
+			return obj, nil, err
+		}
+	}
+	obj, gvk, err := d.Serializer.Decode(data, defaults, into)
+	if err != nil {
+		return obj, gvk, err
+	}
+	return d.convert(obj), gvk, nil
+}
+
+// decodeWire decodes a protobuf Service, EndpointSlice or list of either;
+// nil, nil for anything else.
+func (d wireDecoder) decodeWire(data []byte) (runtime.Object, error) {
+	apiVersion, kind, raw, ok := envelope(data)
+	if !ok {
+		return nil, nil
+	}
+	var obj runtime.Object
+	var err error
+	switch {
+	case bytes.Equal(apiVersion, sliceAPIVersion) && string(kind) == "EndpointSlice":
+		obj, err = decodeSlice(raw, d.podNames)
+	case bytes.Equal(apiVersion, sliceAPIVersion) && string(kind) == "EndpointSliceList":
+		obj, err = decodeSliceList(raw, d.podNames)
+	case bytes.Equal(apiVersion, serviceAPIVersion) && string(kind) == "Service":
+		obj, err = decodeService(raw)
+	case bytes.Equal(apiVersion, serviceAPIVersion) && string(kind) == "ServiceList":
+		obj, err = decodeServiceList(raw)
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", kind, err)
+	}
+	return obj, nil
+}
+
+// convert is the cached form of a Service, EndpointSlice or list of
+// either decoded as generated types (JSON); anything else as it is.
+func (d wireDecoder) convert(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		s, _ := toService(o)
+		return s.(*Service)
+	case *corev1.ServiceList:
+		out := &serviceList{ListMeta: o.ListMeta, Items: make([]*Service, 0, len(o.Items))}
+		for i := range o.Items {
+			out.Items = append(out.Items, d.convert(&o.Items[i]).(*Service))
+		}
+		return out
+	case *discoveryv1.EndpointSlice:
+		s, _ := convertSlice(o, d.podNames)
+		return s.(*EndpointSlice)
+	case *discoveryv1.EndpointSliceList:
+		out := &sliceList{ListMeta: o.ListMeta, Items: make([]*EndpointSlice, 0, len(o.Items))}
+		for i := range o.Items {
+			out.Items = append(out.Items, d.convert(&o.Items[i]).(*EndpointSlice))
+		}
+		return out
+	}
+	return obj
+}
+
+// GetObjectKind implements runtime.Object: the list is typed by Go type.
+func (l *sliceList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object; the list is never modified.
+func (l *sliceList) DeepCopyObject() runtime.Object { return l }
+
+// GetObjectKind implements runtime.Object: the list is typed by Go type.
+func (l *serviceList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object; the list is never modified.
+func (l *serviceList) DeepCopyObject() runtime.Object { return l }
+
+var (
+	_ metav1.ListInterface = (*sliceList)(nil)
+	_ metav1.ListInterface = (*serviceList)(nil)
+)

@@ -1,0 +1,360 @@
+package watchcache
+
+import (
+	"bytes"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// What an EndpointSlice's metadata is read for, by index in the lists.
+var (
+	sliceLabels      = []string{LabelServiceName, LabelMultiClusterServiceName, LabelSourceCluster}
+	sliceAnnotations = []string{annotationTriggerTime}
+)
+
+// decodeSlice reads a discovery/v1 EndpointSlice message into its cached
+// form, equal to what convertSlice makes of the generated type: the
+// field numbers are those of k8s.io/api/discovery/v1/generated.proto.
+func decodeSlice(b []byte, podNames bool) (*EndpointSlice, error) {
+	var m wireMeta
+	var addressType []byte
+	endpoints := 0
+	out := &EndpointSlice{}
+	// The first pass reads the metadata and the address type, which the
+	// endpoints are checked against wherever they come in the message.
+	r := wireReader{b: b}
+	var f wireField
+	for r.next(&f) {
+		switch f.num {
+		case 1:
+			if r.want(&f, protowire.BytesType) {
+				r.err = readMeta(f.bytes, &m, sliceLabels, sliceAnnotations)
+			}
+		case 2:
+			if r.want(&f, protowire.BytesType) {
+				endpoints++
+			}
+		case 3:
+			if r.want(&f, protowire.BytesType) {
+				var p Port
+				if r.err = readSlicePort(f.bytes, &p); r.err == nil {
+					out.Ports = append(out.Ports, p)
+				}
+			}
+		case 4:
+			if r.want(&f, protowire.BytesType) {
+				addressType = f.bytes
+			}
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	out.objectMeta = m.meta
+	out.Service = string(m.labels[0])
+	out.MultiClusterService = string(m.labels[1])
+	out.SourceCluster = string(m.labels[2])
+	if v := m.annotations[0]; v != nil {
+		out.Changed = parseChangeTime(string(v))
+	}
+	warnUnlabelled(out)
+	family := discoveryv1.AddressType(addressType)
+	if !servedAddressType(out, family) {
+		out.Ports = nil // as convertSlice: a slice not served has nothing
+		return out, nil
+	}
+	if err := readEndpoints(b, out, family, endpoints, podNames); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readEndpoints is the second pass: the endpoints, n of them, into out.
+func readEndpoints(b []byte, out *EndpointSlice, family discoveryv1.AddressType, n int, podNames bool) error {
+	// One address each is what the EndpointSlice controller writes; an
+	// endpoint with more grows the array, and those before it keep the
+	// old one.
+	addrs := make([]netip.Addr, 0, n)
+	out.Endpoints = make([]Endpoint, 0, n)
+	r := wireReader{b: b}
+	var f wireField
+	for r.next(&f) {
+		if f.num != 2 {
+			continue
+		}
+		e := wireEndpoint{slice: out, family: family, addrs: addrs, start: len(addrs)}
+		if r.err = e.read(f.bytes); r.err != nil {
+			break
+		}
+		var ep Endpoint
+		var ok bool
+		if ep, addrs, ok = e.toEndpoint(); ok {
+			if !podNames {
+				ep.PodName = ""
+			}
+			ep.zone = zoneIndexOf(out, e.zone)
+			out.Endpoints = append(out.Endpoints, ep)
+		}
+	}
+	out.zones = slices.Clip(out.zones)
+	return r.err
+}
+
+// wireEndpoint is one endpoint as it is read: its addresses parsed into
+// the slice's array as they come, the rest kept for toEndpoint. Absent
+// fields read as the conversion of the generated type takes them: ready
+// unless said otherwise, no hostname, zone or target.
+type wireEndpoint struct {
+	slice  *EndpointSlice
+	family discoveryv1.AddressType
+	// addrs is the slice's address array; this endpoint's are from start.
+	addrs       []netip.Addr
+	start       int
+	ready       bool
+	readySet    bool
+	terminating bool
+	hostname    string
+	targetKind  []byte
+	targetName  []byte
+	zone        []byte
+}
+
+func (e *wireEndpoint) read(b []byte) error {
+	r := wireReader{b: b}
+	var f wireField
+	for r.next(&f) {
+		switch f.num {
+		case 1:
+			if r.want(&f, protowire.BytesType) {
+				e.addAddress(f.bytes)
+			}
+		case 2:
+			if r.want(&f, protowire.BytesType) {
+				r.err = e.readConditions(f.bytes)
+			}
+		case 3:
+			if r.want(&f, protowire.BytesType) {
+				e.hostname = lowerString(f.bytes)
+			}
+		case 4:
+			if r.want(&f, protowire.BytesType) {
+				r.err = e.readTargetRef(f.bytes)
+			}
+		case 5, 6, 8: // deprecatedTopology, nodeName, hints
+			r.want(&f, protowire.BytesType)
+		case 7:
+			if r.want(&f, protowire.BytesType) {
+				e.zone = f.bytes
+			}
+		}
+	}
+	return r.err
+}
+
+// addAddress parses one address of the endpoint; one that does not parse,
+// or is not of the slice's family, is logged and skipped.
+func (e *wireEndpoint) addAddress(b []byte) {
+	if addr, err := parseAddr(b); err == nil && addr.Is4() == (e.family == discoveryv1.AddressTypeIPv4) {
+		e.addrs = append(e.addrs, addr)
+		return
+	}
+	warnBadAddress(e.slice, string(b), e.family)
+}
+
+func (e *wireEndpoint) readConditions(b []byte) error {
+	r := wireReader{b: b}
+	var f wireField
+	for r.next(&f) {
+		switch f.num {
+		case 1:
+			if r.want(&f, protowire.VarintType) {
+				e.ready, e.readySet = f.varint != 0, true
+			}
+		case 2: // serving
+			r.want(&f, protowire.VarintType)
+		case 3:
+			if r.want(&f, protowire.VarintType) {
+				e.terminating = f.varint != 0
+			}
+		}
+	}
+	return r.err
+}
+
+// readTargetRef reads a core/v1 ObjectReference's kind and name.
+func (e *wireEndpoint) readTargetRef(b []byte) error {
+	r := wireReader{b: b}
+	var f wireField
+	for r.next(&f) {
+		switch f.num {
+		case 1:
+			if r.want(&f, protowire.BytesType) {
+				e.targetKind = f.bytes
+			}
+		case 3:
+			if r.want(&f, protowire.BytesType) {
+				e.targetName = f.bytes
+			}
+		case 2, 4, 5, 6, 7:
+			r.want(&f, protowire.BytesType)
+		}
+	}
+	return r.err
+}
+
+// toEndpoint is the endpoint read, and the slice's address array with its
+// addresses; false when it has none usable.
+func (e *wireEndpoint) toEndpoint() (Endpoint, []netip.Addr, bool) {
+	ep := Endpoint{
+		Ready:       e.ready || !e.readySet,
+		Terminating: e.terminating,
+		Hostname:    e.hostname,
+	}
+	if string(e.targetKind) == "Pod" {
+		// The pod is most often named as the endpoint's hostname: the
+		// same string then, not a second one.
+		if ep.PodName = ep.Hostname; !equalLower(e.targetName, ep.Hostname) {
+			ep.PodName = lowerString(e.targetName)
+		}
+	}
+	return endpointAddresses(e.slice, ep, e.addrs, e.start)
+}
+
+// equalLower tells whether strings.ToLower(string(b)) == lower.
+func equalLower(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i, c := range b {
+		if c >= 0x80 {
+			return lowerString(b) == lower
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// lowerString is strings.ToLower of b, with one allocation.
+func lowerString(b []byte) string {
+	if bytes.IndexFunc(b, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 0x80 }) < 0 {
+		return string(b)
+	}
+	return strings.ToLower(string(b))
+}
+
+// readSlicePort reads a discovery/v1 EndpointPort, merging into p as a
+// repeated message field would; p starts as an absent protocol (TCP).
+func readSlicePort(b []byte, p *Port) error {
+	p.Protocol = "tcp"
+	r := wireReader{b: b}
+	var f wireField
+	for r.next(&f) {
+		switch f.num {
+		case 1:
+			if r.want(&f, protowire.BytesType) {
+				p.Name = lowerString(f.bytes)
+			}
+		case 2:
+			if r.want(&f, protowire.BytesType) {
+				p.Protocol = lowerProtocol(f.bytes)
+			}
+		case 3:
+			if r.want(&f, protowire.VarintType) {
+				p.Port = int32(f.varint)
+			}
+		case 4:
+			r.want(&f, protowire.BytesType)
+		}
+	}
+	return r.err
+}
+
+// lowerProtocol is the lower-case protocol, without an allocation for the
+// three the API knows.
+func lowerProtocol(b []byte) string {
+	for _, p := range []string{"tcp", "udp", "sctp"} {
+		if strings.EqualFold(string(b), p) {
+			return p
+		}
+	}
+	return lowerString(b)
+}
+
+// parseChangeTime parses the trigger-time annotation; the zero time when
+// it does not parse (see changeTime).
+func parseChangeTime(v string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// sliceList is a list of EndpointSlices in their cached form, as the
+// reflector reads a list: its metadata and its items.
+type sliceList struct {
+	metav1.ListMeta
+	Items []*EndpointSlice
+}
+
+// decodeSliceList reads a discovery/v1 EndpointSliceList message.
+func decodeSliceList(b []byte, podNames bool) (*sliceList, error) {
+	out := &sliceList{Items: []*EndpointSlice{}}
+	r := wireReader{b: b}
+	var f wireField
+	for r.next(&f) {
+		switch f.num {
+		case 1:
+			if r.want(&f, protowire.BytesType) {
+				r.err = readListMeta(f.bytes, &out.ListMeta)
+			}
+		case 2:
+			if r.want(&f, protowire.BytesType) {
+				var s *EndpointSlice
+				if s, r.err = decodeSlice(f.bytes, podNames); r.err == nil {
+					out.Items = append(out.Items, s)
+				}
+			}
+		}
+	}
+	return out, r.err
+}
+
+// readListMeta reads a ListMeta's fields into lm, merging.
+func readListMeta(b []byte, lm *metav1.ListMeta) error {
+	r := wireReader{b: b}
+	var f wireField
+	for r.next(&f) {
+		switch f.num {
+		case 1:
+			if r.want(&f, protowire.BytesType) {
+				lm.SelfLink = string(f.bytes)
+			}
+		case 2:
+			if r.want(&f, protowire.BytesType) {
+				lm.ResourceVersion = string(f.bytes)
+			}
+		case 3:
+			if r.want(&f, protowire.BytesType) {
+				lm.Continue = string(f.bytes)
+			}
+		case 4:
+			if r.want(&f, protowire.VarintType) {
+				n := int64(f.varint)
+				lm.RemainingItemCount = &n
+			}
+		}
+	}
+	return r.err
+}
