@@ -190,6 +190,12 @@ func Dashed(a netip.Addr) string {
 	return strings.ReplaceAll(a.String(), ":", "-")
 }
 
+// DashedLen is the length of Dashed(a), without making it.
+func DashedLen(a netip.Addr) int {
+	var buf [64]byte
+	return len(a.AppendTo(buf[:0]))
+}
+
 // AppendDashed appends Dashed(a) to b, without a string of its own.
 func AppendDashed(b []byte, a netip.Addr) []byte {
 	start := len(b)

@@ -111,3 +111,12 @@ func TestDashedIsLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestDashedLen(t *testing.T) {
+	for _, s := range []string{"10.0.0.1", "255.255.255.255", "fd00::1", "::1", "2001:db8:0:1:1:1:1:1", "::ffff:10.0.0.1"} {
+		a := netip.MustParseAddr(s)
+		if got, want := DashedLen(a), len(Dashed(a)); got != want {
+			t.Errorf("DashedLen(%s) = %d, want %d", s, got, want)
+		}
+	}
+}

@@ -272,13 +272,22 @@ func (srv *Server) lookupReverse(q *Query, rest string) Result {
 		return Result{}
 	}
 	zone := srv.forwardZone()
-	out := make([]dns.RR, 0, len(entries))
+	// Most addresses have one owner: their targets stay on the stack.
+	var buf [2]ptrName
+	targets, text := buf[:0], 0
 	for i := range entries {
-		if t := q.Snap.ptrTarget(entries[i], zone); t != "" {
-			out = append(out, &dns.PTR{Hdr: q.hdr(q.Owner, dns.TypePTR, srv.TTL), Ptr: t})
+		if t, ok := q.Snap.ptrOwner(entries[i]); ok {
+			targets, text = append(targets, t), text+t.nameLen(zone)
 		}
 	}
-	return Result{Answer: out}
+	b := newBlock(blockShape{rr: len(targets), ptr: len(targets), text: text})
+	for i, t := range targets {
+		start := len(b.text)
+		b.text = t.appendName(b.text, zone)
+		b.ptr[i] = dns.PTR{Hdr: q.hdr(q.Owner, dns.TypePTR, srv.TTL), Ptr: b.name(start)}
+		b.rr[i] = &b.ptr[i]
+	}
+	return Result{Answer: b.rr}
 }
 
 // serviceAnswer answers a name of an existing service.
@@ -352,9 +361,8 @@ const maxAliasHops = 8
 // from our own data when the target is in a zone we serve, else through
 // the schema (the server's chain).
 func (srv *Server) aliasAnswer(q *Query, svc *Facts) Result {
-	out := Result{Answer: []dns.RR{&dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}}}
 	if q.Qtype == dns.TypeCNAME || q.depth >= maxAliasHops {
-		return out
+		return Result{Answer: srv.cname(q, svc, nil)}
 	}
 	var next Result
 	if zi, restLen := srv.ZoneIndex(svc.target); zi >= 0 {
@@ -365,12 +373,20 @@ func (srv *Server) aliasAnswer(q *Query, svc *Facts) Result {
 	} else {
 		var ok bool
 		if next, ok = srv.Schema.Follow(*q, svc.target); !ok {
-			return out
+			return Result{Answer: srv.cname(q, svc, nil)}
 		}
 	}
-	out.Answer = append(out.Answer, next.Answer...)
-	out.Extra, out.Rcode = next.Extra, next.Rcode
-	return out
+	return Result{Answer: srv.cname(q, svc, next.Answer), Extra: next.Extra, Rcode: next.Rcode}
+}
+
+// cname is the alias's CNAME record followed by the records of after, in
+// one block.
+func (srv *Server) cname(q *Query, svc *Facts, after []dns.RR) []dns.RR {
+	b := newBlock(blockShape{rr: 1 + len(after), cname: 1})
+	b.cname[0] = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}
+	b.rr[0] = &b.cname[0]
+	copy(b.rr[1:], after)
+	return b.rr
 }
 
 // forwardZone is the first forward zone: PTR records point into it, and

@@ -1,0 +1,199 @@
+package dnszone
+
+import (
+	"maps"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/miekg/dns"
+)
+
+// block is the memory of one answer in a single allocation: the slots of
+// its sections (the Answer's, then the Extra's), the records they point
+// to, and the bytes of the names the answer makes up. A multi-record
+// answer thus costs one allocation, however many records it has; the
+// reply's message is the only other one.
+//
+// Every answer gets a fresh block that nothing ever reuses: plugins after
+// this one keep the reply's records once it is written (the cache plugin
+// stores the Answer slice as it is; dnstap and log read it later).
+//
+// Go cannot size several arrays in one allocation at run time, so each
+// shape of block is a struct type made with reflect.StructOf, kept for
+// the next answer of that shape; counts are rounded up to a few sizes so
+// that a server makes few types. The fields are reached by their offsets.
+type block struct {
+	rr []dns.RR
+	// addr holds the A records and, through aaaa, the AAAA ones.
+	addr  []dns.A
+	srv   []dns.SRV
+	ptr   []dns.PTR
+	cname []dns.CNAME
+	// text is where names are written: each is a string of its bytes,
+	// which are never written again.
+	text []byte
+}
+
+// blockShape is what a block holds: slots, address records, SRV, PTR and
+// CNAME records, and bytes of names.
+type blockShape struct{ rr, addr, srv, ptr, cname, text int }
+
+// newBlock is a fresh block of shape s: rr, addr, srv and ptr of their
+// counts, text empty with room for s.text bytes (or more).
+func newBlock(s blockShape) block {
+	c, key := s.rounded()
+	t := blockTypeOf(c, key)
+	p := reflect.New(t.typ).UnsafePointer()
+	return block{
+		rr:    field[dns.RR](p, t.rr, c.rr, s.rr),
+		addr:  field[dns.A](p, t.addr, c.addr, s.addr),
+		srv:   field[dns.SRV](p, t.srv, c.srv, s.srv),
+		ptr:   field[dns.PTR](p, t.ptr, c.ptr, s.ptr),
+		cname: field[dns.CNAME](p, t.cname, c.cname, s.cname),
+		text:  field[byte](p, t.text, c.text, 0),
+	}
+}
+
+// field is the array of n Ts at offset off of the block at p, of length
+// used; nil when the block has none.
+func field[T any](p unsafe.Pointer, off uintptr, n, used int) []T {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Add(p, off)), n)[:used]
+}
+
+// a is the next address record, an A record of ip owned by name.
+func (b *block) a(name string, ttl uint32, ip []byte) *dns.A {
+	r := &b.addr[0]
+	b.addr = b.addr[1:]
+	*r = dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}
+	return r
+}
+
+// aaaa is the next address record as an AAAA record of ip owned by name.
+func (b *block) aaaa(name string, ttl uint32, ip []byte) *dns.AAAA {
+	r := asAAAA(&b.addr[0])
+	b.addr = b.addr[1:]
+	*r = dns.AAAA{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip}
+	return r
+}
+
+// asAAAA is the memory of an A record as an AAAA record: dns.A and
+// dns.AAAA are the same memory (a header and an IP; TestAAAAIsA checks
+// it), so one array of A records serves both.
+func asAAAA(a *dns.A) *dns.AAAA { return (*dns.AAAA)(unsafe.Pointer(a)) }
+
+// addrRecord is the next address record, of e, owned by name.
+func (b *block) addrRecord(e *endpoint, name string, ttl uint32) dns.RR {
+	if e.is4() {
+		return b.a(name, ttl, e.ip())
+	}
+	return b.aaaa(name, ttl, e.ip())
+}
+
+// name is the text written since start, as a string. It stays valid:
+// the bytes are never written again, and if the text outgrew the block,
+// append moved the rest, not them.
+func (b *block) name(start int) string {
+	if start == len(b.text) {
+		return ""
+	}
+	return unsafe.String(&b.text[start], len(b.text)-start)
+}
+
+// rounded is s with each count rounded up to its size class, and a key
+// that tells the rounded shapes apart: the classes, a byte each.
+func (s blockShape) rounded() (c blockShape, key uint64) {
+	for i, n := range []*int{&s.rr, &s.addr, &s.srv, &s.ptr, &s.cname} {
+		class, size := sizeClass(*n)
+		*n, key = size, key|uint64(class)<<(8*i)
+	}
+	class, size := sizeClass((s.text + 63) / 64)
+	s.text, key = 64*size, key|uint64(class)<<40
+	return s, key
+}
+
+// sizeClass rounds n up to its size: n itself up to 16, else a power of
+// two or one and a half times one (less than half as much again as
+// asked); the classes are numbered in order of size.
+func sizeClass(n int) (class, size int) {
+	if n <= 16 {
+		return n, n
+	}
+	class = 17
+	for p := 16; ; p *= 2 {
+		if n <= p+p/2 {
+			return class, p + p/2
+		}
+		if n <= 2*p {
+			return class + 1, 2 * p
+		}
+		class += 2
+	}
+}
+
+// blockType is the struct type of a rounded shape and its fields'
+// offsets.
+type blockType struct {
+	typ                             reflect.Type
+	rr, addr, srv, ptr, cname, text uintptr
+}
+
+// blockTypes are the types made so far, by the key of their rounded
+// shape: read without a lock, replaced by a copy under mu when a new
+// shape comes.
+var blockTypes struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[uint64]*blockType]
+}
+
+// blockTypeOf is the type of rounded shape c, of key key.
+func blockTypeOf(c blockShape, key uint64) *blockType {
+	if m := blockTypes.m.Load(); m != nil {
+		if t := (*m)[key]; t != nil {
+			return t
+		}
+	}
+	blockTypes.mu.Lock()
+	defer blockTypes.mu.Unlock()
+	old := blockTypes.m.Load()
+	if old != nil && (*old)[key] != nil {
+		return (*old)[key]
+	}
+	m := map[uint64]*blockType{}
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	t := makeBlockType(c)
+	m[key] = t
+	blockTypes.m.Store(&m)
+	return t
+}
+
+// makeBlockType makes the struct type of shape c: one array field per
+// count that is not zero.
+func makeBlockType(c blockShape) *blockType {
+	var fields []reflect.StructField
+	add := func(name string, elem reflect.Type, n int) {
+		if n > 0 {
+			fields = append(fields, reflect.StructField{Name: name, Type: reflect.ArrayOf(n, elem)})
+		}
+	}
+	add("RR", reflect.TypeFor[dns.RR](), c.rr)
+	add("Addr", reflect.TypeFor[dns.A](), c.addr)
+	add("SRV", reflect.TypeFor[dns.SRV](), c.srv)
+	add("PTR", reflect.TypeFor[dns.PTR](), c.ptr)
+	add("CNAME", reflect.TypeFor[dns.CNAME](), c.cname)
+	add("Text", reflect.TypeFor[byte](), c.text)
+	t := &blockType{typ: reflect.StructOf(fields)}
+	offset := func(name string) uintptr {
+		f, _ := t.typ.FieldByName(name)
+		return f.Offset
+	}
+	t.rr, t.addr, t.srv, t.ptr = offset("RR"), offset("Addr"), offset("SRV"), offset("PTR")
+	t.cname, t.text = offset("CNAME"), offset("Text")
+	return t
+}
