@@ -35,6 +35,10 @@ type (
 		rr  [1]dns.RR
 		soa dns.SOA
 	}
+	oneCNAME struct {
+		rr    [1]dns.RR
+		cname dns.CNAME
+	}
 )
 
 // negative is the Authority section of a negative answer: the SOA of the

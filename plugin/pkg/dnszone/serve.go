@@ -382,6 +382,12 @@ func (srv *Server) aliasAnswer(q *Query, svc *Facts) Result {
 // cname is the alias's CNAME record followed by the records of after, in
 // one block.
 func (srv *Server) cname(q *Query, svc *Facts, after []dns.RR) []dns.RR {
+	if len(after) == 0 {
+		o := new(oneCNAME)
+		o.cname = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}
+		o.rr[0] = &o.cname
+		return o.rr[:]
+	}
 	b := newBlock(blockShape{rr: 1 + len(after), cname: 1})
 	b.cname[0] = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}
 	b.rr[0] = &b.cname[0]
