@@ -198,10 +198,14 @@ func (q *Query) addrs(svc *Facts, sel selection, turn *atomic.Uint32, owner stri
 	if turn != nil && n > 1 {
 		start = int(turn.Add(1) % uint32(n))
 	}
+	if q.via != "" && !q.led {
+		q.led = true
+		return addrBlock(svc, sel, start, owner, ttl, q.via)
+	}
 	if e := &svc.endpoints[sel.at(0)]; n == 1 {
 		return single(e, owner, ttl)
 	}
-	return addrBlock(svc, sel, start, owner, ttl)
+	return addrBlock(svc, sel, start, owner, ttl, "")
 }
 
 // single is the one address record of e, filled in place (no copy of a
@@ -223,14 +227,21 @@ func single(e *endpoint, owner string, ttl uint32) []dns.RR {
 }
 
 // addrBlock renders the address records of sel, from start on and
-// around, in one block. The records' addresses share the endpoints'
-// memory: a rendered record is never modified, and the service outlives
-// the reply.
-func addrBlock(svc *Facts, sel selection, start int, owner string, ttl uint32) []dns.RR {
-	n := sel.len()
-	b := newBlock(blockShape{rr: n, addr: n})
+// around, in one block, after the CNAME from via to owner unless via is
+// "". The records' addresses share the endpoints' memory: a rendered
+// record is never modified, and the service outlives the reply.
+func addrBlock(svc *Facts, sel selection, start int, owner string, ttl uint32, via string) []dns.RR {
+	n, lead := sel.len(), 0
+	if via != "" {
+		lead = 1
+	}
+	b := newBlock(blockShape{rr: lead + n, addr: n, cname: lead})
+	if via != "" {
+		b.cname[0] = dns.CNAME{Hdr: dns.RR_Header{Name: via, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: ttl}, Target: owner}
+		b.rr[0] = &b.cname[0]
+	}
 	for k := range n {
-		b.rr[k] = b.addrRecord(&svc.endpoints[sel.at((start+k)%n)], owner, ttl)
+		b.rr[lead+k] = b.addrRecord(&svc.endpoints[sel.at((start+k)%n)], owner, ttl)
 	}
 	return b.rr
 }
@@ -410,7 +421,7 @@ func (srv *Server) Records(svc *Facts, zone string) []dns.RR {
 	if svc.kind == Alias {
 		return []dns.RR{&dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: srv.TTL}, Target: svc.target}}
 	}
-	out := addrBlock(svc, all(svc), 0, name, srv.TTL)
+	out := addrBlock(svc, all(svc), 0, name, srv.TTL, "")
 	if svc.kind == Headless {
 		hosts := srvSet{svc: svc, targets: targetWalk{list: svc.srvTargets(all(svc))}, svcName: name, ttl: srv.TTL}
 		_, extra := hosts.render(false, true, nil)

@@ -91,6 +91,11 @@ type Query struct {
 	// Lower is the name in lower case.
 	Lower string
 	depth int
+	// via is the owner of the alias this query follows (its CNAME points
+	// to Owner), or "". A renderer that puts that CNAME first in its own
+	// block, so the answer needs no block of its own, sets led.
+	via string
+	led bool
 }
 
 // Result is what a lookup found. The Authority section (the zone's SOA
@@ -368,8 +373,10 @@ func (srv *Server) aliasAnswer(q *Query, svc *Facts) Result {
 	if zi, restLen := srv.ZoneIndex(svc.target); zi >= 0 {
 		hop := *q
 		hop.Owner, hop.Lower, hop.depth = svc.target, svc.target, q.depth+1
-		hop.Zone = zi
-		next = srv.lookup(&hop, svc.target[:restLen])
+		hop.Zone, hop.via, hop.led = zi, q.Owner, false
+		if next = srv.lookup(&hop, svc.target[:restLen]); hop.led {
+			return next
+		}
 	} else {
 		var ok bool
 		if next, ok = srv.Schema.Follow(*q, svc.target); !ok {
