@@ -40,20 +40,26 @@ type block struct {
 // CNAME records, and bytes of names.
 type blockShape struct{ rr, addr, srv, ptr, cname, text int }
 
-// newBlock is a fresh block of shape s: rr, addr, srv and ptr of their
-// counts, text empty with room for s.text bytes (or more).
-func newBlock(s blockShape) block {
+// newBlock is a fresh block of shape s: rr, addr, srv, ptr and cname of
+// their counts, text empty with room for s.text bytes (or more).
+func newBlock(s blockShape) (b block) {
+	b.alloc(&s)
+	return b
+}
+
+// alloc makes b a fresh block of shape s. (A method on the caller's
+// block rather than a block returned by value: the query path runs on a
+// fresh goroutine's small stack, and the deepest frames count.)
+func (b *block) alloc(s *blockShape) {
 	c, key := s.rounded()
-	t := blockTypeOf(c, key)
+	t := blockTypeOf(&c, key)
 	p := reflect.New(t.typ).UnsafePointer()
-	return block{
-		rr:    field[dns.RR](p, t.rr, c.rr, s.rr),
-		addr:  field[dns.A](p, t.addr, c.addr, s.addr),
-		srv:   field[dns.SRV](p, t.srv, c.srv, s.srv),
-		ptr:   field[dns.PTR](p, t.ptr, c.ptr, s.ptr),
-		cname: field[dns.CNAME](p, t.cname, c.cname, s.cname),
-		text:  field[byte](p, t.text, c.text, 0),
-	}
+	b.rr = field[dns.RR](p, t.rr, c.rr, s.rr)
+	b.addr = field[dns.A](p, t.addr, c.addr, s.addr)
+	b.srv = field[dns.SRV](p, t.srv, c.srv, s.srv)
+	b.ptr = field[dns.PTR](p, t.ptr, c.ptr, s.ptr)
+	b.cname = field[dns.CNAME](p, t.cname, c.cname, s.cname)
+	b.text = field[byte](p, t.text, c.text, 0)
 }
 
 // field is the array of n Ts at offset off of the block at p, of length
@@ -69,7 +75,8 @@ func field[T any](p unsafe.Pointer, off uintptr, n, used int) []T {
 func (b *block) a(name string, ttl uint32, ip []byte) *dns.A {
 	r := &b.addr[0]
 	b.addr = b.addr[1:]
-	*r = dns.A{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}
+	setHdr(&r.Hdr, name, dns.TypeA, ttl)
+	r.A = ip
 	return r
 }
 
@@ -77,8 +84,16 @@ func (b *block) a(name string, ttl uint32, ip []byte) *dns.A {
 func (b *block) aaaa(name string, ttl uint32, ip []byte) *dns.AAAA {
 	r := asAAAA(&b.addr[0])
 	b.addr = b.addr[1:]
-	*r = dns.AAAA{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip}
+	setHdr(&r.Hdr, name, dns.TypeAAAA, ttl)
+	r.AAAA = ip
 	return r
+}
+
+// setHdr fills a header of the block, field by field: a header built
+// whole is built on the stack first, and the query path runs on a fresh
+// goroutine's small stack.
+func setHdr(h *dns.RR_Header, name string, rrtype uint16, ttl uint32) {
+	h.Name, h.Rrtype, h.Class, h.Ttl = name, rrtype, dns.ClassINET, ttl
 }
 
 // asAAAA is the memory of an A record as an AAAA record: dns.A and
@@ -106,14 +121,19 @@ func (b *block) name(start int) string {
 
 // rounded is s with each count rounded up to its size class, and a key
 // that tells the rounded shapes apart: the classes, a byte each.
-func (s blockShape) rounded() (c blockShape, key uint64) {
-	for i, n := range []*int{&s.rr, &s.addr, &s.srv, &s.ptr, &s.cname} {
-		class, size := sizeClass(*n)
-		*n, key = size, key|uint64(class)<<(8*i)
+func (s *blockShape) rounded() (c blockShape, key uint64) {
+	var k [6]int
+	k[0], c.rr = sizeClass(s.rr)
+	k[1], c.addr = sizeClass(s.addr)
+	k[2], c.srv = sizeClass(s.srv)
+	k[3], c.ptr = sizeClass(s.ptr)
+	k[4], c.cname = sizeClass(s.cname)
+	k[5], c.text = sizeClass((s.text + 63) / 64)
+	c.text *= 64
+	for i, class := range k {
+		key |= uint64(class) << (8 * i)
 	}
-	class, size := sizeClass((s.text + 63) / 64)
-	s.text, key = 64*size, key|uint64(class)<<40
-	return s, key
+	return c, key
 }
 
 // sizeClass rounds n up to its size: n itself up to 16, else a power of
@@ -151,12 +171,18 @@ var blockTypes struct {
 }
 
 // blockTypeOf is the type of rounded shape c, of key key.
-func blockTypeOf(c blockShape, key uint64) *blockType {
+func blockTypeOf(c *blockShape, key uint64) *blockType {
 	if m := blockTypes.m.Load(); m != nil {
 		if t := (*m)[key]; t != nil {
 			return t
 		}
 	}
+	return addBlockType(*c, key)
+}
+
+// addBlockType makes the type of a shape not seen before and adds it to
+// blockTypes.
+func addBlockType(c blockShape, key uint64) *blockType {
 	blockTypes.mu.Lock()
 	defer blockTypes.mu.Unlock()
 	old := blockTypes.m.Load()

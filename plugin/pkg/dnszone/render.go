@@ -237,7 +237,8 @@ func addrBlock(svc *Facts, sel selection, start int, owner string, ttl uint32, v
 	}
 	b := newBlock(blockShape{rr: lead + n, addr: n, cname: lead})
 	if via != "" {
-		b.cname[0] = dns.CNAME{Hdr: dns.RR_Header{Name: via, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: ttl}, Target: owner}
+		setHdr(&b.cname[0].Hdr, via, dns.TypeCNAME, ttl)
+		b.cname[0].Target = owner
 		b.rr[0] = &b.cname[0]
 	}
 	for k := range n {
@@ -357,9 +358,10 @@ func (s *srvSet) render(srvs, addrs bool, turn *atomic.Uint32) (answer, extra []
 		name := s.name(&b, &t)
 		for p := s.first; p < s.last && srvs; p++ {
 			j := (p-s.first)*nt + k
-			b.srv[j] = dns.SRV{Hdr: dns.RR_Header{Name: s.portOwner(&b, p, k, nt), Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: s.ttl},
-				Weight: w, Port: svc.portNumber(p, svc.endpoints[t.sel.at(0)].group), Target: name}
-			answer[(j-start+nsrv)%nsrv] = &b.srv[j]
+			r := &b.srv[j]
+			setHdr(&r.Hdr, s.portOwner(&b, p, k, nt), dns.TypeSRV, s.ttl)
+			r.Weight, r.Port, r.Target = w, svc.portNumber(p, svc.endpoints[t.sel.at(0)].group), name
+			answer[(j-start+nsrv)%nsrv] = r
 		}
 		for m := 0; m < t.sel.len() && addrs; m++ {
 			extra[x] = b.addrRecord(&svc.endpoints[t.sel.at(m)], name, s.ttl)

@@ -289,7 +289,8 @@ func (srv *Server) lookupReverse(q *Query, rest string) Result {
 	for i, t := range targets {
 		start := len(b.text)
 		b.text = t.appendName(b.text, zone)
-		b.ptr[i] = dns.PTR{Hdr: q.hdr(q.Owner, dns.TypePTR, srv.TTL), Ptr: b.name(start)}
+		setHdr(&b.ptr[i].Hdr, q.Owner, dns.TypePTR, srv.TTL)
+		b.ptr[i].Ptr = b.name(start)
 		b.rr[i] = &b.ptr[i]
 	}
 	return Result{Answer: b.rr}
