@@ -26,7 +26,7 @@ import (
 // that a server makes few types. The fields are reached by their offsets.
 type block struct {
 	rr []dns.RR
-	// addr holds the A records and, through aaaa, the AAAA ones.
+	// addr holds the A records and, through asAAAA, the AAAA ones.
 	addr  []dns.A
 	srv   []dns.SRV
 	ptr   []dns.PTR
@@ -71,24 +71,6 @@ func field[T any](p unsafe.Pointer, off uintptr, n, used int) []T {
 	return unsafe.Slice((*T)(unsafe.Add(p, off)), n)[:used]
 }
 
-// a is the next address record, an A record of ip owned by name.
-func (b *block) a(name string, ttl uint32, ip []byte) *dns.A {
-	r := &b.addr[0]
-	b.addr = b.addr[1:]
-	setHdr(&r.Hdr, name, dns.TypeA, ttl)
-	r.A = ip
-	return r
-}
-
-// aaaa is the next address record as an AAAA record of ip owned by name.
-func (b *block) aaaa(name string, ttl uint32, ip []byte) *dns.AAAA {
-	r := asAAAA(&b.addr[0])
-	b.addr = b.addr[1:]
-	setHdr(&r.Hdr, name, dns.TypeAAAA, ttl)
-	r.AAAA = ip
-	return r
-}
-
 // setHdr fills a header of the block, field by field: a header built
 // whole is built on the stack first, and the query path runs on a fresh
 // goroutine's small stack.
@@ -101,12 +83,18 @@ func setHdr(h *dns.RR_Header, name string, rrtype uint16, ttl uint32) {
 // it), so one array of A records serves both.
 func asAAAA(a *dns.A) *dns.AAAA { return (*dns.AAAA)(unsafe.Pointer(a)) }
 
-// addrRecord is the next address record, of e, owned by name.
-func (b *block) addrRecord(e *endpoint, name string, ttl uint32) dns.RR {
+// addrRecord is address record k, of e, owned by name: an A or, in the
+// same memory, an AAAA record. (Small enough to be inlined in the loops
+// that render many.)
+func (b *block) addrRecord(k int, e *endpoint, name string, ttl uint32) dns.RR {
+	r := &b.addr[k]
+	r.Hdr.Name, r.Hdr.Class, r.Hdr.Ttl, r.A = name, dns.ClassINET, ttl, e.ip()
 	if e.is4() {
-		return b.a(name, ttl, e.ip())
+		r.Hdr.Rrtype = dns.TypeA
+		return r
 	}
-	return b.aaaa(name, ttl, e.ip())
+	r.Hdr.Rrtype = dns.TypeAAAA
+	return asAAAA(r)
 }
 
 // name is the text written since start, as a string. It stays valid:

@@ -86,7 +86,8 @@ func TestBlockKeepsWhatItPointsTo(t *testing.T) {
 		b.text = append(b.text, owner[:5]...)
 		b.srv[i] = dns.SRV{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET}, Target: b.name(start)}
 		b.rr[i] = &b.srv[i]
-		b.rr[n+i] = b.a(owner, 5, netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}).AsSlice())
+		e := &endpoint{addr: netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}).As16(), flags: flagV4}
+		b.rr[n+i] = b.addrRecord(i, e, owner, 5)
 	}
 	rr := b.rr
 	b = block{}

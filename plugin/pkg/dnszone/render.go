@@ -242,7 +242,7 @@ func addrBlock(svc *Facts, sel selection, start int, owner string, ttl uint32, v
 		b.rr[0] = &b.cname[0]
 	}
 	for k := range n {
-		b.rr[lead+k] = b.addrRecord(&svc.endpoints[sel.at((start+k)%n)], owner, ttl)
+		b.rr[lead+k] = b.addrRecord(k, &svc.endpoints[sel.at((start+k)%n)], owner, ttl)
 	}
 	return b.rr
 }
@@ -364,7 +364,7 @@ func (s *srvSet) render(srvs, addrs bool, turn *atomic.Uint32) (answer, extra []
 			answer[(j-start+nsrv)%nsrv] = r
 		}
 		for m := 0; m < t.sel.len() && addrs; m++ {
-			extra[x] = b.addrRecord(&svc.endpoints[t.sel.at(m)], name, s.ttl)
+			extra[x] = b.addrRecord(x, &svc.endpoints[t.sel.at(m)], name, s.ttl)
 			x++
 		}
 		k++
