@@ -59,16 +59,17 @@ func (b *block) alloc(s *blockShape) {
 	b.srv = field[dns.SRV](p, t.srv, c.srv, s.srv)
 	b.ptr = field[dns.PTR](p, t.ptr, c.ptr, s.ptr)
 	b.cname = field[dns.CNAME](p, t.cname, c.cname, s.cname)
-	b.text = field[byte](p, t.text, c.text, 0)
+	b.text = field[byte](p, t.text, c.text, c.text)[:0]
 }
 
 // field is the array of n Ts at offset off of the block at p, of length
-// used; nil when the block has none.
+// and capacity used (an append to a section copies it, as it would a
+// slice made to measure); nil when the block has none.
 func field[T any](p unsafe.Pointer, off uintptr, n, used int) []T {
 	if n == 0 {
 		return nil
 	}
-	return unsafe.Slice((*T)(unsafe.Add(p, off)), n)[:used]
+	return unsafe.Slice((*T)(unsafe.Add(p, off)), n)[:used:used]
 }
 
 // setHdr fills a header of the block, field by field: a header built

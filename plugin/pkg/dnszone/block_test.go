@@ -47,7 +47,7 @@ func TestSizeClass(t *testing.T) {
 func TestNewBlock(t *testing.T) {
 	for _, s := range []blockShape{{}, {rr: 1, addr: 1}, {rr: 20, addr: 10, srv: 10, text: 300}, {rr: 3, ptr: 3, text: 90}, {rr: 2, cname: 1}, {rr: 100, addr: 100}} {
 		b, again := newBlock(s), newBlock(s)
-		if len(b.rr) != s.rr || len(b.addr) != s.addr || len(b.srv) != s.srv || len(b.ptr) != s.ptr || len(b.cname) != s.cname ||
+		if cap(b.rr) != s.rr || len(b.rr) != s.rr || len(b.addr) != s.addr || len(b.srv) != s.srv || len(b.ptr) != s.ptr || len(b.cname) != s.cname ||
 			len(b.text) != 0 || cap(b.text) < s.text {
 			t.Errorf("%+v: rr %d, addr %d, srv %d, ptr %d, cname %d, text %d of %d", s,
 				len(b.rr), len(b.addr), len(b.srv), len(b.ptr), len(b.cname), len(b.text), cap(b.text))
