@@ -228,3 +228,35 @@ func TestAliasChains(t *testing.T) {
 		t.Errorf("loop: %v, %d records, want %d", err, len(w.msg.Answer), maxAliasHops+1)
 	}
 }
+
+// TestPTRAnswers: a PTR answer whose name fits the one-record type, one
+// whose name does not, and an address two services share (one record
+// each), all name what they should.
+func TestPTRAnswers(t *testing.T) {
+	long := strings.Repeat("h", 63)
+	srv := testServer(false,
+		NewVirtual("web.ns1", []netip.Addr{netip.MustParseAddr("10.96.0.7")}, nil),
+		NewHeadless("db.ns1", []EndpointFacts{NewEndpoint(netip.MustParseAddr("10.1.0.1"), long, 0, true)}, nil, nil),
+		NewVirtual("a.ns1", []netip.Addr{netip.MustParseAddr("10.96.0.9")}, nil),
+		NewVirtual("b.ns2", []netip.Addr{netip.MustParseAddr("10.96.0.9")}, nil),
+	)
+	srv.Zones = append(srv.Zones, "in-addr.arpa.")
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{
+		{"7.0.96.10.in-addr.arpa.", []string{"7.0.96.10.in-addr.arpa. 5 IN PTR web.ns1.svc.cluster.local."}},
+		{"1.0.1.10.in-addr.arpa.", []string{"1.0.1.10.in-addr.arpa. 5 IN PTR " + long + ".db.ns1.svc.cluster.local."}},
+		{"9.0.96.10.in-addr.arpa.", []string{"9.0.96.10.in-addr.arpa. 5 IN PTR a.ns1.svc.cluster.local.", "9.0.96.10.in-addr.arpa. 5 IN PTR b.ns2.svc.cluster.local."}},
+	} {
+		r := new(dns.Msg)
+		r.SetQuestion(tc.name, dns.TypePTR)
+		w := &keep{}
+		if _, err := srv.ServeDNS(context.Background(), w, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := lines(w.msg.Answer); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

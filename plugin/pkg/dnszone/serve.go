@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
@@ -285,6 +286,9 @@ func (srv *Server) lookupReverse(q *Query, rest string) Result {
 			targets, text = append(targets, t), text+t.nameLen(zone)
 		}
 	}
+	if len(targets) == 1 && text <= len(onePTR{}.name) {
+		return Result{Answer: srv.onePTR(q, targets[0], zone)}
+	}
 	b := newBlock(blockShape{rr: len(targets), ptr: len(targets), text: text})
 	for i, t := range targets {
 		start := len(b.text)
@@ -294,6 +298,24 @@ func (srv *Server) lookupReverse(q *Query, rest string) Result {
 		b.rr[i] = &b.ptr[i]
 	}
 	return Result{Answer: b.rr}
+}
+
+// onePTR is the answer of one PTR record with room for its name: the
+// most common reverse answer, in a type made once rather than a block's.
+type onePTR struct {
+	rr   [1]dns.RR
+	ptr  dns.PTR
+	name [64]byte
+}
+
+// onePTR is the answer of the one PTR record to t.
+func (srv *Server) onePTR(q *Query, t ptrName, zone string) []dns.RR {
+	o := new(onePTR)
+	name := t.appendName(o.name[:0], zone) // within o.name, unless it is longer
+	setHdr(&o.ptr.Hdr, q.Owner, dns.TypePTR, srv.TTL)
+	o.ptr.Ptr = unsafe.String(&name[0], len(name))
+	o.rr[0] = &o.ptr
+	return o.rr[:]
 }
 
 // serviceAnswer answers a name of an existing service.
