@@ -66,6 +66,8 @@ func BenchmarkServeDNS(b *testing.B) {
 		{"ExternalName_CNAME", "ext.ns1.svc.cluster.local.", dns.TypeCNAME, 1},
 		{"ExternalName_A", "ext.ns1.svc.cluster.local.", dns.TypeA, 2},
 		{"pod_A", "10-2-0-5.ns1.pod.cluster.local.", dns.TypeA, 1},
+		{"host_A_hostname", "sts-3.sts.ns1.svc.cluster.local.", dns.TypeA, 1},
+		{"host_A_dashed", "10-3-6-4.deploy.ns1.svc.cluster.local.", dns.TypeA, 1},
 		{"NODATA", "v6only.ns1.svc.cluster.local.", dns.TypeA, 0},
 		{"NXDOMAIN", "google.com.ns1.svc.cluster.local.", dns.TypeA, 0},
 	} {

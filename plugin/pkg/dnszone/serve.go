@@ -338,7 +338,8 @@ func (srv *Server) serviceAnswer(q *Query, svc *Facts, n *Name) Result {
 		}
 		return Result{Answer: q.addrsFor(svc, sel, srv.TTL)}
 	case NameHost:
-		eps := svc.hostEndpoints(n.Host)
+		var buf [4]int // a host name is most often one endpoint's, or two
+		eps := svc.appendHostEndpoints(buf[:0], n.Host)
 		if len(eps) == 0 {
 			return NXDomain
 		}

@@ -404,10 +404,9 @@ func (s *Facts) srvTargets(sel selection) []target {
 	return out
 }
 
-// hostEndpoints are the endpoints named prefix ("<label><suffix>"), by
-// index; nil when none is.
-func (s *Facts) hostEndpoints(prefix string) []int {
-	var out []int
+// appendHostEndpoints appends the endpoints named prefix
+// ("<label><suffix>"), by index, to out.
+func (s *Facts) appendHostEndpoints(out []int, prefix string) []int {
 	// A dashed label is looked up by address: most endpoints have no
 	// hostname, and their labels are not stored.
 	dashed, isDashed := netip.Addr{}, false
@@ -416,7 +415,7 @@ func (s *Facts) hostEndpoints(prefix string) []int {
 		if !ok || !dnsname.IsLabel(label) {
 			continue
 		}
-		if a, ok := dnsname.DashedAddr(label); ok && dnsname.Dashed(a) == label {
+		if a, ok := dnsname.DashedAddr(label); ok && dnsname.IsDashed(label, a) {
 			dashed, isDashed = a, true
 		}
 		for i := range s.endpoints {
