@@ -103,7 +103,7 @@ func (k *Kubeschema) Other(q dnszone.Query, n dnszone.Name) dnszone.Result {
 		return dnszone.NXDomain
 	}
 	if (q.Qtype == dns.TypeA && p.addr.Is4()) || (q.Qtype == dns.TypeAAAA && p.addr.Is6()) || q.Qtype == dns.TypeANY {
-		return dnszone.Result{Answer: []dns.RR{dnszone.NewAddrRecord(q.Owner, p.addr, k.TTL)}}
+		return dnszone.Result{Answer: dnszone.AddrAnswer(q.Owner, p.addr, k.TTL)}
 	}
 	return dnszone.Result{}
 }

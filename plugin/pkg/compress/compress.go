@@ -54,7 +54,7 @@ func (c compressFirst) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	}
 	// Called directly, not through plugin.NextOrFailure: its tracing
 	// frame would deepen the stack of every query (a UDP query runs on a
-	// fresh goroutine, whose stack is copied when it outgrows 8 KiB), and
+	// fresh goroutine, whose small stack is copied each time it doubles), and
 	// this handler is no step worth a span of its own.
 	return c.next.ServeDNS(ctx, w, r)
 }

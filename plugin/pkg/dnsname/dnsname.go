@@ -146,7 +146,7 @@ func DashedAddr(label string) (netip.Addr, bool) {
 		// Else an IPv6 address of three colons, one of them in "::"
 		// ("fd00--1-2"): four octets cannot have an empty one.
 	}
-	if len(label) > 39 || !strings.Contains(label, "-") {
+	if len(label) > 39 || !strings.Contains(label, "-") || !couldBe6(label) {
 		return netip.Addr{}, false
 	}
 	var buf [39]byte
@@ -161,6 +161,25 @@ func DashedAddr(label string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return a, true
+}
+
+// couldBe6 is false for a label that, its dashes read as colons, cannot
+// be an IPv6 address without a zone: a character other than a hex digit,
+// a dash or a dot, or neither "--" nor as many dashes as the address has
+// groups but one. It turns down most hostnames ("web-0") before a parse,
+// whose error is an allocation.
+func couldBe6(label string) bool {
+	dots := false
+	for i := 0; i < len(label); i++ {
+		switch c := label[i]; {
+		case c == '.':
+			dots = true
+		case c != '-' && !('0' <= c && c <= '9') && !('a' <= c && c <= 'f') && !('A' <= c && c <= 'F'):
+			return false
+		}
+	}
+	n := strings.Count(label, "-")
+	return strings.Contains(label, "--") || n == 7 || (dots && n == 6)
 }
 
 // dashed4 parses "10-1-2-3" (three dashes) as an IPv4 address.
@@ -182,12 +201,24 @@ func dashed4(label string) (netip.Addr, bool) {
 	return netip.AddrFrom4(b), true
 }
 
+// IsDashed tells whether label is Dashed(a), without making it.
+func IsDashed(label string, a netip.Addr) bool {
+	var buf [64]byte
+	return string(AppendDashed(buf[:0], a)) == label
+}
+
 // Dashed is the pod-style label of a (the inverse of DashedAddr).
 func Dashed(a netip.Addr) string {
 	if a.Is4() {
 		return strings.ReplaceAll(a.String(), ".", "-")
 	}
 	return strings.ReplaceAll(a.String(), ":", "-")
+}
+
+// DashedLen is the length of Dashed(a), without making it.
+func DashedLen(a netip.Addr) int {
+	var buf [64]byte
+	return len(a.AppendTo(buf[:0]))
 }
 
 // AppendDashed appends Dashed(a) to b, without a string of its own.

@@ -1,7 +1,9 @@
 package dnsname
 
 import (
+	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -109,5 +111,58 @@ func TestDashedIsLabel(t *testing.T) {
 		if got, want := DashedIsLabel(a), IsLabel(Dashed(a)); got != want {
 			t.Errorf("DashedIsLabel(%s) = %v, want %v (%q)", s, got, want, Dashed(a))
 		}
+	}
+}
+
+func TestDashedLen(t *testing.T) {
+	for _, s := range []string{"10.0.0.1", "255.255.255.255", "fd00::1", "::1", "2001:db8:0:1:1:1:1:1", "::ffff:10.0.0.1"} {
+		a := netip.MustParseAddr(s)
+		if got, want := DashedLen(a), len(Dashed(a)); got != want {
+			t.Errorf("DashedLen(%s) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// TestCouldBe6: DashedAddr's quick refusal turns down no label that a
+// parse would accept: it answers as a parse of every label does, on
+// labels made of the characters that matter.
+func TestCouldBe6(t *testing.T) {
+	parsed := func(label string) (netip.Addr, bool) {
+		if strings.Count(label, "-") == 3 {
+			if a, ok := dashed4(label); ok {
+				return a, true
+			}
+		}
+		if len(label) > 39 || !strings.Contains(label, "-") {
+			return netip.Addr{}, false
+		}
+		a, err := netip.ParseAddr(strings.ReplaceAll(label, "-", ":"))
+		if err != nil || !a.Is6() || a.Is4In6() || a.Zone() != "" {
+			return netip.Addr{}, false
+		}
+		return a, true
+	}
+	const chars = "0123456789abcdefABCDEF-----.%sx"
+	r := rand.New(rand.NewPCG(1, 2))
+	labels := []string{"fd00--1", "1-2-3-4-5-6-7-8", "1-2-3-4-5-6-1.2.3.4", "--1.2.3.4", "--ffff-1.2.3.4", "fe80--1%x", "db-0", "web-0", "a-b-c-d-e-f-0-1"}
+	for range 200000 {
+		b := make([]byte, 1+r.IntN(39))
+		for i := range b {
+			b[i] = chars[r.IntN(len(chars))]
+		}
+		labels = append(labels, string(b))
+	}
+	accepted := 0
+	for _, label := range labels {
+		a, ok := DashedAddr(label)
+		if b, want := parsed(label); ok != want || a != b {
+			t.Fatalf("DashedAddr(%q) = %v %v, a parse says %v %v", label, a, ok, b, want)
+		}
+		if ok {
+			accepted++
+		}
+	}
+	if accepted < 100 {
+		t.Fatalf("only %d of %d labels are addresses: the test shows little", accepted, len(labels))
 	}
 }

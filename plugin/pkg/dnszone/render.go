@@ -35,6 +35,10 @@ type (
 		rr  [1]dns.RR
 		soa dns.SOA
 	}
+	oneCNAME struct {
+		rr    [1]dns.RR
+		cname dns.CNAME
+	}
 )
 
 // negative is the Authority section of a negative answer: the SOA of the
@@ -184,9 +188,7 @@ func (q *Query) addrsFor(svc *Facts, sel selection, ttl uint32) []dns.RR {
 }
 
 // addrs renders the address records of sel owned by owner, starting one
-// further each call when turn is set (rotation), in as few allocations as
-// the count allows: one for one address, else one slice and one array of
-// records per family.
+// further each call when turn is set (rotation), in one allocation.
 func (q *Query) addrs(svc *Facts, sel selection, turn *atomic.Uint32, owner string, ttl uint32) []dns.RR {
 	n := sel.len()
 	if n == 0 {
@@ -196,10 +198,14 @@ func (q *Query) addrs(svc *Facts, sel selection, turn *atomic.Uint32, owner stri
 	if turn != nil && n > 1 {
 		start = int(turn.Add(1) % uint32(n))
 	}
+	if q.via != "" && !q.led {
+		q.led = true
+		return addrBlock(svc, sel, start, owner, ttl, q.via)
+	}
 	if e := &svc.endpoints[sel.at(0)]; n == 1 {
 		return single(e, owner, ttl)
 	}
-	return appendAddrs(make([]dns.RR, 0, n), svc, sel, start, owner, ttl)
+	return addrBlock(svc, sel, start, owner, ttl, "")
 }
 
 // single is the one address record of e, filled in place (no copy of a
@@ -220,29 +226,25 @@ func single(e *endpoint, owner string, ttl uint32) []dns.RR {
 	return o.rr[:]
 }
 
-// appendAddrs appends the address records of sel, from start on and
-// around, to out. The records' addresses share the endpoints' memory: a
-// rendered record is never modified, and the service outlives the reply.
-func appendAddrs(out []dns.RR, svc *Facts, sel selection, start int, owner string, ttl uint32) []dns.RR {
-	v4, v6 := sel.split(svc)
-	as := make([]dns.A, v4.len())
-	aaaas := make([]dns.AAAA, v6.len())
-	n := sel.len()
-	for k := range n {
-		e := &svc.endpoints[sel.at((start+k)%n)]
-		if e.is4() {
-			a := &as[0]
-			as = as[1:]
-			*a = dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: e.ip()}
-			out = append(out, a)
-			continue
-		}
-		a := &aaaas[0]
-		aaaas = aaaas[1:]
-		*a = dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: e.ip()}
-		out = append(out, a)
+// addrBlock renders the address records of sel, from start on and
+// around, in one block, after the CNAME from via to owner unless via is
+// "". The records' addresses share the endpoints' memory: a rendered
+// record is never modified, and the service outlives the reply.
+func addrBlock(svc *Facts, sel selection, start int, owner string, ttl uint32, via string) []dns.RR {
+	n, lead := sel.len(), 0
+	if via != "" {
+		lead = 1
 	}
-	return out
+	b := newBlock(blockShape{rr: lead + n, addr: n, cname: lead})
+	if via != "" {
+		setHdr(&b.cname[0].Hdr, via, dns.TypeCNAME, ttl)
+		b.cname[0].Target = owner
+		b.rr[0] = &b.cname[0]
+	}
+	for k := range n {
+		b.rr[lead+k] = b.addrRecord(k, &svc.endpoints[sel.at((start+k)%n)], owner, ttl)
+	}
+	return b.rr
 }
 
 // srvAnswer answers SRV for port pi of svc, or every named port (pi < 0),
@@ -255,126 +257,163 @@ func (srv *Server) srvAnswer(q *Query, svc *Facts, pi int, svcName string, sel s
 	if len(svc.ports) == 0 {
 		return Result{}
 	}
-	var targets []target
-	var names []string
-	if svc.kind == Virtual {
-		// The one target is the service name: a piece of the question.
-		targets, names = []target{{sel: sel}}, []string{svcName}
-	} else if svc.isNameSelection(sel) {
-		targets = svc.nameTargets()
-		names = svc.targetNames(targets, svcName)
-	} else {
-		targets = svc.srvTargets(sel)
-		names = targetNames(targets, svcName)
+	set := srvSet{svc: svc, svcName: svcName, owner: owner, first: pi, last: pi + 1, ttl: srv.TTL}
+	switch {
+	case svc.kind == Virtual:
+		set.targets.virtual = sel
+	case svc.isNameSelection(sel):
+		set.targets.order = svc.srvOrder
+	default:
+		set.targets.list = svc.srvTargets(sel)
 	}
-	if len(targets) == 0 {
+	if pi < 0 {
+		set.first, set.last = 0, len(svc.ports)
+	}
+	var ans, extra []dns.RR
+	if q.Qtype == dns.TypeANY && pi < 0 {
+		ans, _ = set.render(true, false, nil)
+	} else {
+		ans, extra = set.render(true, true, &svc.turn)
+	}
+	if len(ans) == 0 {
 		return Result{}
 	}
-	first, last := pi, pi+1
-	if pi < 0 {
-		first, last = 0, len(svc.ports)
-	}
-	ans := make([]dns.RR, 0, (last-first)*len(targets))
-	recs := make([]dns.SRV, (last-first)*len(targets))
-	w := weight(len(targets))
-	for p := first; p < last; p++ {
-		portOwner := owner
-		if portOwner == "" {
-			portOwner = "_" + svc.ports[p].Name + "._" + svc.ports[p].Proto + "." + svcName
-		}
-		for ti, t := range targets {
-			rec := &recs[len(ans)]
-			*rec = dns.SRV{Hdr: q.hdr(portOwner, dns.TypeSRV, srv.TTL), Weight: w,
-				Port: svc.portNumber(p, svc.endpoints[t.sel.at(0)].group), Target: names[ti]}
-			ans = append(ans, rec)
-		}
-	}
-	if q.Qtype == dns.TypeANY && pi < 0 {
-		return Result{Answer: ans}
-	}
-	return Result{Answer: rotate(ans, &svc.turn), Extra: targetAddrs(svc, targets, names, srv.TTL)}
+	return Result{Answer: ans, Extra: extra}
 }
 
-// targetNames are the targets' full names, built as one string.
-func targetNames(targets []target, svcName string) []string {
-	var b strings.Builder
-	for _, t := range targets {
-		b.WriteString(t.prefix)
-		b.WriteByte('.')
-		b.WriteString(svcName)
-	}
-	all := b.String()
-	names := make([]string, len(targets))
-	off := 0
-	for i, t := range targets {
-		n := len(t.prefix) + 1 + len(svcName)
-		names[i] = all[off : off+n]
-		off += n
-	}
-	return names
+// srvSet is what SRV records and their targets' addresses are rendered
+// from.
+type srvSet struct {
+	svc     *Facts
+	targets targetWalk
+	// svcName ends the targets' names: "<prefix>.<svcName>".
+	svcName string
+	// first and last bound the ports (indexes in svc.ports) rendered.
+	first, last int
+	// owner of the SRV records, or "" for each port's own name.
+	owner string
+	ttl   uint32
 }
 
-// targetNames are the full names of targets from nameTargets, built as one
-// string from the endpoints' labels.
-func (s *Facts) targetNames(targets []target, svcName string) []string {
-	size := 0
-	for range targets {
-		size += 64 + len(svcName)
+// targetWalk lists SRV targets without a list of its own when it can: a
+// virtual service's one target (its name), the runs of one host name in
+// a headless service's srvOrder, or else a list made for the selection.
+type targetWalk struct {
+	virtual selection
+	order   []int
+	list    []target
+}
+
+// at is the target that starts at i, and where the next one starts; ok
+// false past the last.
+func (w *targetWalk) at(svc *Facts, i int) (t target, next int, ok bool) {
+	switch {
+	case w.order != nil:
+		if i >= len(w.order) {
+			return target{}, i, false
+		}
+		j := i + 1
+		for j < len(w.order) && svc.sameTarget(w.order[i], w.order[j]) {
+			j++
+		}
+		return target{sel: selection{idx: w.order[i:j:j]}}, j, true
+	case w.list != nil:
+		if i >= len(w.list) {
+			return target{}, i, false
+		}
+		return w.list[i], i + 1, true
 	}
-	b := make([]byte, 0, size)
-	ends := make([]int, len(targets))
-	for i, t := range targets {
-		b = s.appendPrefix(b, t.sel.at(0))
-		b = append(b, '.')
-		b = append(b, svcName...)
-		ends[i] = len(b)
+	return target{sel: w.virtual}, 1, i == 0 && svc.kind == Virtual
+}
+
+// render renders, in one block, the SRV records of each port and target
+// when srvs is set (ports in order, then targets; rotated by turn unless
+// it is nil), and the addresses of every target, in order, when addrs is
+// set.
+func (s *srvSet) render(srvs, addrs bool, turn *atomic.Uint32) (answer, extra []dns.RR) {
+	svc := s.svc
+	nt, naddr, text := 0, 0, 0
+	for t, i, ok := s.targets.at(svc, 0); ok; t, i, ok = s.targets.at(svc, i) {
+		nt++
+		if addrs {
+			naddr += t.sel.len()
+		}
+		text += s.nameLen(&t)
 	}
-	all := string(b)
-	names := make([]string, len(targets))
+	nsrv := 0
+	if srvs {
+		nsrv = (s.last - s.first) * nt
+		for p := s.first; p < s.last && s.owner == "" && nt > 0; p++ {
+			text += len("_._.") + len(svc.ports[p].Name) + len(svc.ports[p].Proto) + len(s.svcName)
+		}
+	}
+	b := newBlock(blockShape{rr: nsrv + naddr, addr: naddr, srv: nsrv, text: text})
+	answer, extra = b.rr[:nsrv:nsrv], b.rr[nsrv:]
 	start := 0
-	for i, end := range ends {
-		names[i] = all[start:end]
-		start = end
+	if turn != nil && nsrv > 1 {
+		start = int(turn.Add(1) % uint32(nsrv))
 	}
-	return names
-}
-
-// targetAddrs are the address records of every target, in order, each
-// target's IPv4 addresses first, in one array of each type.
-func targetAddrs(svc *Facts, targets []target, names []string, ttl uint32) []dns.RR {
-	n, n4 := 0, 0
-	for _, t := range targets {
-		v4, _ := t.sel.split(svc)
-		n, n4 = n+t.sel.len(), n4+v4.len()
-	}
-	out := make([]dns.RR, 0, n)
-	as := make([]dns.A, n4)
-	aaaas := make([]dns.AAAA, n-n4)
-	for ti, t := range targets {
-		for k := range t.sel.len() {
-			e := &svc.endpoints[t.sel.at(k)]
-			if e.is4() {
-				as[0] = dns.A{Hdr: dns.RR_Header{Name: names[ti], Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: e.ip()}
-				out, as = append(out, &as[0]), as[1:]
-				continue
-			}
-			aaaas[0] = dns.AAAA{Hdr: dns.RR_Header{Name: names[ti], Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: e.ip()}
-			out, aaaas = append(out, &aaaas[0]), aaaas[1:]
+	w, x, k := weight(nt), 0, 0
+	for t, i, ok := s.targets.at(svc, 0); ok; t, i, ok = s.targets.at(svc, i) {
+		name := s.name(&b, &t)
+		for p := s.first; p < s.last && srvs; p++ {
+			j := (p-s.first)*nt + k
+			r := &b.srv[j]
+			setHdr(&r.Hdr, s.portOwner(&b, p, k, nt), dns.TypeSRV, s.ttl)
+			r.Weight, r.Port, r.Target = w, svc.portNumber(p, svc.endpoints[t.sel.at(0)].group), name
+			answer[(j-start+nsrv)%nsrv] = r
 		}
+		for m := 0; m < t.sel.len() && addrs; m++ {
+			extra[x] = b.addrRecord(x, &svc.endpoints[t.sel.at(m)], name, s.ttl)
+			x++
+		}
+		k++
 	}
-	return out
+	return answer, extra
 }
 
-// rotate turns rrs in place so it starts one further each call.
-func rotate(rrs []dns.RR, turn *atomic.Uint32) []dns.RR {
-	if len(rrs) < 2 {
-		return rrs
+// nameLen is the length of t's name, when it has to be made.
+func (s *srvSet) nameLen(t *target) int {
+	switch {
+	case s.svc.kind == Virtual:
+		return 0
+	case t.prefix != "":
+		return len(t.prefix) + 1 + len(s.svcName)
 	}
-	start := int(turn.Add(1) % uint32(len(rrs)))
-	out := make([]dns.RR, len(rrs))
-	n := copy(out, rrs[start:])
-	copy(out[n:], rrs[:start])
-	return out
+	return s.svc.prefixLen(t.sel.at(0)) + 1 + len(s.svcName)
+}
+
+// name is t's name: the service name for a virtual service, else made in
+// b's text.
+func (s *srvSet) name(b *block, t *target) string {
+	if s.svc.kind == Virtual {
+		return s.svcName
+	}
+	start := len(b.text)
+	if t.prefix != "" {
+		b.text = append(b.text, t.prefix...)
+	} else {
+		b.text = s.svc.appendPrefix(b.text, t.sel.at(0))
+	}
+	b.text = append(append(b.text, '.'), s.svcName...)
+	return b.name(start)
+}
+
+// portOwner is the owner of the SRV records of port p: the set's owner,
+// else the port's name, made in b's text for the first of the nt targets
+// (k 0) and read back from its record for the others.
+func (s *srvSet) portOwner(b *block, p, k, nt int) string {
+	switch {
+	case s.owner != "":
+		return s.owner
+	case k > 0:
+		return b.srv[(p-s.first)*nt].Hdr.Name
+	}
+	start := len(b.text)
+	b.text = append(append(b.text, '_'), s.svc.ports[p].Name...)
+	b.text = append(append(b.text, "._"...), s.svc.ports[p].Proto...)
+	b.text = append(append(b.text, '.'), s.svcName...)
+	return b.name(start)
 }
 
 // Records lists every record of svc under zone, for a transfer: its
@@ -384,10 +423,11 @@ func (srv *Server) Records(svc *Facts, zone string) []dns.RR {
 	if svc.kind == Alias {
 		return []dns.RR{&dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: srv.TTL}, Target: svc.target}}
 	}
-	out := appendAddrs(nil, svc, all(svc), 0, name, srv.TTL)
+	out := addrBlock(svc, all(svc), 0, name, srv.TTL, "")
 	if svc.kind == Headless {
-		targets := svc.srvTargets(all(svc))
-		out = append(out, targetAddrs(svc, targets, targetNames(targets, name), srv.TTL)...)
+		hosts := srvSet{svc: svc, targets: targetWalk{list: svc.srvTargets(all(svc))}, svcName: name, ttl: srv.TTL}
+		_, extra := hosts.render(false, true, nil)
+		out = append(out, extra...)
 	}
 	q := &Query{Qtype: dns.TypeANY, Zone: srv.zoneOf(zone)}
 	return append(out, srv.srvAnswer(q, svc, -1, name, all(svc), "").Answer...)
@@ -400,6 +440,29 @@ func (srv *Server) zoneOf(zone string) int {
 		}
 	}
 	return -1
+}
+
+// oneAddr is an answer of one address record that holds its address.
+type oneAddr struct {
+	rr [1]dns.RR
+	a  dns.A
+	ip [16]byte
+}
+
+// AddrAnswer is the answer of one A or AAAA record of ip owned by name, in
+// one allocation.
+func AddrAnswer(name string, ip netip.Addr, ttl uint32) []dns.RR {
+	o := &oneAddr{ip: ip.As16()}
+	o.a.Hdr = dns.RR_Header{Name: name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}
+	if ip.Is4() {
+		o.a.A = o.ip[12:16:16]
+		o.rr[0] = &o.a
+		return o.rr[:]
+	}
+	aaaa := asAAAA(&o.a)
+	aaaa.Hdr.Rrtype, aaaa.AAAA = dns.TypeAAAA, o.ip[:]
+	o.rr[0] = aaaa
+	return o.rr[:]
 }
 
 // NewAddrRecord is an A or AAAA record of ip owned by name.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
@@ -91,6 +92,11 @@ type Query struct {
 	// Lower is the name in lower case.
 	Lower string
 	depth int
+	// via is the owner of the alias this query follows (its CNAME points
+	// to Owner), or "". A renderer that puts that CNAME first in its own
+	// block, so the answer needs no block of its own, sets led.
+	via string
+	led bool
 }
 
 // Result is what a lookup found. The Authority section (the zone's SOA
@@ -250,7 +256,9 @@ func (srv *Server) lookup(q *Query, rest string) Result {
 
 // other asks the schema, outside lookup so that lookup's frame holds no
 // copy of the query: a UDP query runs on a fresh goroutine, whose stack
-// is copied when it outgrows its first 8 KiB.
+// starts at 2 KiB (the runtime's average, when that is more) and is
+// copied each time it doubles (BenchmarkServeUDP in kubeschema shows
+// where).
 //
 //go:noinline
 func (srv *Server) other(q *Query, n *Name) Result { return srv.Schema.Other(*q, *n) }
@@ -272,13 +280,44 @@ func (srv *Server) lookupReverse(q *Query, rest string) Result {
 		return Result{}
 	}
 	zone := srv.forwardZone()
-	out := make([]dns.RR, 0, len(entries))
+	// Most addresses have one owner: their targets stay on the stack.
+	var buf [2]ptrName
+	targets, text := buf[:0], 0
 	for i := range entries {
-		if t := q.Snap.ptrTarget(entries[i], zone); t != "" {
-			out = append(out, &dns.PTR{Hdr: q.hdr(q.Owner, dns.TypePTR, srv.TTL), Ptr: t})
+		if t, ok := q.Snap.ptrOwner(entries[i]); ok {
+			targets, text = append(targets, t), text+t.nameLen(zone)
 		}
 	}
-	return Result{Answer: out}
+	if len(targets) == 1 && text <= len(onePTR{}.name) {
+		return Result{Answer: srv.onePTR(q, targets[0], zone)}
+	}
+	b := newBlock(blockShape{rr: len(targets), ptr: len(targets), text: text})
+	for i, t := range targets {
+		start := len(b.text)
+		b.text = t.appendName(b.text, zone)
+		setHdr(&b.ptr[i].Hdr, q.Owner, dns.TypePTR, srv.TTL)
+		b.ptr[i].Ptr = b.name(start)
+		b.rr[i] = &b.ptr[i]
+	}
+	return Result{Answer: b.rr}
+}
+
+// onePTR is the answer of one PTR record with room for its name: the
+// most common reverse answer, in a type made once rather than a block's.
+type onePTR struct {
+	rr   [1]dns.RR
+	ptr  dns.PTR
+	name [64]byte
+}
+
+// onePTR is the answer of the one PTR record to t.
+func (srv *Server) onePTR(q *Query, t ptrName, zone string) []dns.RR {
+	o := new(onePTR)
+	name := t.appendName(o.name[:0], zone) // within o.name, unless it is longer
+	setHdr(&o.ptr.Hdr, q.Owner, dns.TypePTR, srv.TTL)
+	o.ptr.Ptr = unsafe.String(&name[0], len(name))
+	o.rr[0] = &o.ptr
+	return o.rr[:]
 }
 
 // serviceAnswer answers a name of an existing service.
@@ -299,7 +338,8 @@ func (srv *Server) serviceAnswer(q *Query, svc *Facts, n *Name) Result {
 		}
 		return Result{Answer: q.addrsFor(svc, sel, srv.TTL)}
 	case NameHost:
-		eps := svc.hostEndpoints(n.Host)
+		var buf [4]int // a host name is most often one endpoint's, or two
+		eps := svc.appendHostEndpoints(buf[:0], n.Host)
 		if len(eps) == 0 {
 			return NXDomain
 		}
@@ -352,25 +392,40 @@ const maxAliasHops = 8
 // from our own data when the target is in a zone we serve, else through
 // the schema (the server's chain).
 func (srv *Server) aliasAnswer(q *Query, svc *Facts) Result {
-	out := Result{Answer: []dns.RR{&dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}}}
 	if q.Qtype == dns.TypeCNAME || q.depth >= maxAliasHops {
-		return out
+		return Result{Answer: srv.cname(q, svc, nil)}
 	}
 	var next Result
 	if zi, restLen := srv.ZoneIndex(svc.target); zi >= 0 {
 		hop := *q
 		hop.Owner, hop.Lower, hop.depth = svc.target, svc.target, q.depth+1
-		hop.Zone = zi
-		next = srv.lookup(&hop, svc.target[:restLen])
+		hop.Zone, hop.via, hop.led = zi, q.Owner, false
+		if next = srv.lookup(&hop, svc.target[:restLen]); hop.led {
+			return next
+		}
 	} else {
 		var ok bool
 		if next, ok = srv.Schema.Follow(*q, svc.target); !ok {
-			return out
+			return Result{Answer: srv.cname(q, svc, nil)}
 		}
 	}
-	out.Answer = append(out.Answer, next.Answer...)
-	out.Extra, out.Rcode = next.Extra, next.Rcode
-	return out
+	return Result{Answer: srv.cname(q, svc, next.Answer), Extra: next.Extra, Rcode: next.Rcode}
+}
+
+// cname is the alias's CNAME record followed by the records of after, in
+// one block.
+func (srv *Server) cname(q *Query, svc *Facts, after []dns.RR) []dns.RR {
+	if len(after) == 0 {
+		o := new(oneCNAME)
+		o.cname = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}
+		o.rr[0] = &o.cname
+		return o.rr[:]
+	}
+	b := newBlock(blockShape{rr: 1 + len(after), cname: 1})
+	b.cname[0] = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}
+	b.rr[0] = &b.cname[0]
+	copy(b.rr[1:], after)
+	return b.rr
 }
 
 // forwardZone is the first forward zone: PTR records point into it, and

@@ -15,8 +15,8 @@
 // record, its reverse name, SRV records per port), more than the stock
 // plugin keeps for the same cluster. Here an endpoint keeps 24 bytes in its
 // service and 32 in the PTR index (figures_test.go measures both); the
-// records of an answer are built in one or two allocations, faster than the
-// copy a shared record would need for the question's case.
+// records of an answer are built in one allocation (block.go), faster
+// than the copy a shared record would need for the question's case.
 //
 // Each plugin keeps only its own schema: what a service, pod or import
 // means, and which names exist beyond the common grammar.
@@ -250,27 +250,6 @@ func (s *Facts) isNameSelection(sel selection) bool {
 	return len(sel.idx) == len(p) && (len(p) == 0 || &sel.idx[0] == &p[0])
 }
 
-// nameTargets are the SRV targets of the name selection, from srvOrder:
-// each target's selection is a piece of it (never changed).
-func (s *Facts) nameTargets() []target {
-	n := 0
-	for i := range s.srvOrder {
-		if i == 0 || !s.sameTarget(s.srvOrder[i-1], s.srvOrder[i]) {
-			n++
-		}
-	}
-	out := make([]target, 0, n)
-	for i := 0; i < len(s.srvOrder); {
-		j := i + 1
-		for j < len(s.srvOrder) && s.sameTarget(s.srvOrder[i], s.srvOrder[j]) {
-			j++
-		}
-		out = append(out, target{sel: selection{idx: s.srvOrder[i:j:j]}})
-		i = j
-	}
-	return out
-}
-
 // sameTarget tells whether named endpoints i and j have one host name.
 func (s *Facts) sameTarget(i, j int) bool {
 	a, b := &s.endpoints[i], &s.endpoints[j]
@@ -284,6 +263,16 @@ func (s *Facts) sameTarget(i, j int) bool {
 		return a.addr == b.addr
 	}
 	return s.label(a) == s.label(b) // a hostname spelled like an address
+}
+
+// prefixLen is the length of what appendPrefix appends.
+func (s *Facts) prefixLen(i int) int {
+	e := &s.endpoints[i]
+	n := len(s.groups[e.group].Suffix)
+	if e.host != 0 {
+		return n + len(s.hosts[e.host-1])
+	}
+	return n + dnsname.DashedLen(e.Addr())
 }
 
 // appendPrefix appends endpoint i's host label and group suffix to b.
@@ -383,8 +372,8 @@ func (s *Facts) HostName(i int, svcName string) string {
 	return s.label(e) + s.groups[e.group].Suffix + "." + svcName
 }
 
-// target is one SRV target: a host name's prefix ("<label><suffix>") and
-// its endpoints.
+// target is one SRV target: a host name's prefix ("<label><suffix>"; ""
+// when it is read from the endpoints) and its endpoints.
 type target struct {
 	prefix string
 	sel    selection
@@ -415,10 +404,9 @@ func (s *Facts) srvTargets(sel selection) []target {
 	return out
 }
 
-// hostEndpoints are the endpoints named prefix ("<label><suffix>"), by
-// index; nil when none is.
-func (s *Facts) hostEndpoints(prefix string) []int {
-	var out []int
+// appendHostEndpoints appends the endpoints named prefix
+// ("<label><suffix>"), by index, to out.
+func (s *Facts) appendHostEndpoints(out []int, prefix string) []int {
 	// A dashed label is looked up by address: most endpoints have no
 	// hostname, and their labels are not stored.
 	dashed, isDashed := netip.Addr{}, false
@@ -427,7 +415,7 @@ func (s *Facts) hostEndpoints(prefix string) []int {
 		if !ok || !dnsname.IsLabel(label) {
 			continue
 		}
-		if a, ok := dnsname.DashedAddr(label); ok && dnsname.Dashed(a) == label {
+		if a, ok := dnsname.DashedAddr(label); ok && dnsname.IsDashed(label, a) {
 			dashed, isDashed = a, true
 		}
 		for i := range s.endpoints {

@@ -114,15 +114,45 @@ func addrOf(a [16]byte) netip.Addr { return netip.AddrFrom16(a).Unmap() }
 // ptrTarget is the name e's PTR record points to under zone; "" if the
 // index and the services disagree (never, when edits keep them in step).
 func (s *Snapshot) ptrTarget(e ptrEntry, zone string) string {
-	svc, ep := s.ptrEndpoint(e)
-	if svc == nil {
+	t, ok := s.ptrOwner(e)
+	if !ok {
 		return ""
 	}
-	name := svc.key + ".svc." + zone
-	if svc.kind == Virtual {
-		return name
+	return string(t.appendName(make([]byte, 0, t.nameLen(zone)), zone))
+}
+
+// ptrName is what a PTR record points to: the name of a service, or of
+// one of its endpoints (ep) when it is headless.
+type ptrName struct {
+	svc *Facts
+	ep  int
+}
+
+// ptrOwner is the target of e's record; ok false when it has none.
+func (s *Snapshot) ptrOwner(e ptrEntry) (_ ptrName, ok bool) {
+	svc, ep := s.ptrEndpoint(e)
+	if svc == nil || (svc.kind != Virtual && !svc.endpoints[ep].named()) {
+		return ptrName{}, false
 	}
-	return svc.HostName(ep, name)
+	return ptrName{svc: svc, ep: ep}, true
+}
+
+// appendName appends the target's name under zone to b.
+func (t ptrName) appendName(b []byte, zone string) []byte {
+	if t.svc.kind != Virtual {
+		b = append(t.svc.appendPrefix(b, t.ep), '.')
+	}
+	b = append(append(b, t.svc.key...), ".svc."...)
+	return append(b, zone...)
+}
+
+// nameLen is the length of the target's name under zone.
+func (t ptrName) nameLen(zone string) int {
+	n := len(t.svc.key) + len(".svc.") + len(zone)
+	if t.svc.kind != Virtual {
+		n += t.svc.prefixLen(t.ep) + 1
+	}
+	return n
 }
 
 // ptrEndpoint is the service of e and the index of the endpoint its record

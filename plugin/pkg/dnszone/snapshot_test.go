@@ -217,7 +217,7 @@ func TestHostEndpoints(t *testing.T) {
 		{"pet-0", nil},
 	} {
 		var got []string
-		for _, i := range svc.hostEndpoints(tc.prefix) {
+		for _, i := range svc.appendHostEndpoints(nil, tc.prefix) {
 			got = append(got, svc.endpoints[i].Addr().String())
 		}
 		if !slices.Equal(got, tc.want) {
