@@ -88,16 +88,13 @@ func readEndpoints(b []byte, out *EndpointSlice, family discoveryv1.AddressType,
 		if f.num != 2 {
 			continue
 		}
-		e := wireEndpoint{slice: out, family: family, addrs: addrs, start: len(addrs)}
+		e := wireEndpoint{slice: out, family: family, podNames: podNames, addrs: addrs, start: len(addrs)}
 		if r.err = e.read(f.bytes); r.err != nil {
 			break
 		}
 		var ep Endpoint
 		var ok bool
 		if ep, addrs, ok = e.toEndpoint(); ok {
-			if !podNames {
-				ep.PodName = ""
-			}
 			ep.zone = zoneIndexOf(out, e.zone)
 			out.Endpoints = append(out.Endpoints, ep)
 		}
@@ -113,6 +110,9 @@ func readEndpoints(b []byte, out *EndpointSlice, family discoveryv1.AddressType,
 type wireEndpoint struct {
 	slice  *EndpointSlice
 	family discoveryv1.AddressType
+	// podNames: the target's pod name is kept (endpoint_pod_names); the
+	// target is not read otherwise.
+	podNames bool
 	// addrs is the slice's address array; this endpoint's are from start.
 	addrs       []netip.Addr
 	start       int
@@ -143,7 +143,7 @@ func (e *wireEndpoint) read(b []byte) error {
 				e.hostname = lowerString(f.bytes)
 			}
 		case 4:
-			if r.want(&f, protowire.BytesType) {
+			if r.want(&f, protowire.BytesType) && e.podNames {
 				r.err = e.readTargetRef(f.bytes)
 			}
 		case 5, 6, 8: // deprecatedTopology, nodeName, hints

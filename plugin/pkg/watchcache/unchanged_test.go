@@ -1,6 +1,9 @@
 package watchcache
 
 import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -145,5 +148,80 @@ func TestSameFacts(t *testing.T) {
 func TestSameFactsOtherTypes(t *testing.T) {
 	if sameFacts(&Service{}, &EndpointSlice{}) || sameFacts("x", "x") {
 		t.Error("unlike objects count as the same facts")
+	}
+}
+
+// TestSameSliceFactsKnowsEveryField: sameSliceFacts compares fields by
+// name; a field added to EndpointSlice or Endpoint must be added there
+// (and here).
+func TestSameSliceFactsKnowsEveryField(t *testing.T) {
+	fieldNames := func(v any) []string {
+		var out []string
+		for i := range reflect.TypeOf(v).NumField() {
+			out = append(out, reflect.TypeOf(v).Field(i).Name)
+		}
+		return out
+	}
+	if got, want := fieldNames(EndpointSlice{}), []string{"objectMeta", "Service", "MultiClusterService", "SourceCluster", "Endpoints", "Ports", "Changed", "zones"}; !slices.Equal(got, want) {
+		t.Errorf("EndpointSlice fields %v, sameSliceFacts knows %v", got, want)
+	}
+	if got, want := fieldNames(Endpoint{}), []string{"Addresses", "Hostname", "PodName", "Ready", "Terminating", "zone"}; !slices.Equal(got, want) {
+		t.Errorf("Endpoint fields %v, sameEndpoint knows %v", got, want)
+	}
+	if got, want := fieldNames(objectMeta{}), []string{"namespace", "name", "resourceVersion"}; !slices.Equal(got, want) {
+		t.Errorf("objectMeta fields %v, sameSliceFacts knows %v", got, want)
+	}
+}
+
+// TestSameSliceFactsMatchesReflection: on random pairs of slices, one often
+// a small change of the other, sameSliceFacts says what reflect.DeepEqual
+// of everything but the resource version and the change time says, an
+// empty list and an absent one taken as equal.
+func TestSameSliceFactsMatchesReflection(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	clearMeta := func(s *EndpointSlice) {
+		s.resourceVersion, s.Changed = "", time.Time{}
+		if len(s.Endpoints) == 0 {
+			s.Endpoints = nil
+		}
+	}
+	same := 0
+	for i := range 5000 {
+		a := randomSlice(rng)
+		b := a.DeepCopy()
+		switch rng.IntN(6) {
+		case 0:
+			b = randomSlice(rng)
+		case 1:
+			b.ResourceVersion += "1"
+			b.Annotations[annotationTriggerTime] = "2026-01-01T00:00:00Z"
+		case 2:
+			if len(b.Endpoints) > 0 {
+				b.Endpoints[rng.IntN(len(b.Endpoints))].Conditions.Ready = ptr(rng.IntN(2) == 0)
+			}
+		case 3:
+			if len(b.Endpoints) > 0 {
+				b.Endpoints[rng.IntN(len(b.Endpoints))].Zone = ptr("zone-c")
+			}
+		case 4:
+			if len(b.Ports) > 0 {
+				b.Ports[0].Port = ptr(int32(81))
+			}
+		}
+		ca, _ := convertSlice(a, rng.IntN(2) == 0)
+		cb, _ := convertSlice(b, rng.IntN(3) > 0)
+		x, y := *ca.(*EndpointSlice), *cb.(*EndpointSlice)
+		clearMeta(&x)
+		clearMeta(&y)
+		want := reflect.DeepEqual(x, y)
+		if got := sameSliceFacts(ca.(*EndpointSlice), cb.(*EndpointSlice)); got != want {
+			t.Fatalf("pair %d: sameSliceFacts %v, reflection %v\n%+v\n%+v", i, got, want, x, y)
+		}
+		if want {
+			same++
+		}
+	}
+	if same < 1000 {
+		t.Errorf("only %d of 5000 pairs were the same: the test says little", same)
 	}
 }

@@ -40,6 +40,27 @@ func (r *wireReader) next(f *wireField) bool {
 	if len(r.b) == 0 || r.err != nil {
 		return false
 	}
+	// The fast path: a one-byte tag (fields 1–15) of a varint below 128 or
+	// of bytes shorter than 128, which is most fields of API objects.
+	if len(r.b) >= 2 && r.b[0] < 0x80 && r.b[1] < 0x80 {
+		num, typ := protowire.Number(r.b[0]>>3), protowire.Type(r.b[0]&7)
+		switch {
+		case typ == protowire.VarintType && num > 0:
+			*f = wireField{num: num, typ: typ, varint: uint64(r.b[1])}
+			r.b = r.b[2:]
+			return true
+		case typ == protowire.BytesType && num > 0 && int(r.b[1]) <= len(r.b)-2:
+			n := int(r.b[1])
+			*f = wireField{num: num, typ: typ, bytes: r.b[2 : 2+n : 2+n]}
+			r.b = r.b[2+n:]
+			return true
+		}
+	}
+	return r.nextSlow(f)
+}
+
+// nextSlow is next for any field.
+func (r *wireReader) nextSlow(f *wireField) bool {
 	num, typ, n := protowire.ConsumeTag(r.b)
 	if n < 0 {
 		r.err = protowire.ParseError(n)
