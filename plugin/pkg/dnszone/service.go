@@ -233,11 +233,35 @@ func NewHeadless(key string, eps []EndpointFacts, ports []SRVPort, groups []Grou
 	if idx := s.inGroups(func(g *Group) bool { return g.Preferred }); idx != nil {
 		s.preferred = &idx
 	}
-	for _, t := range s.srvTargets(s.nameSelection()) {
-		s.srvOrder = append(s.srvOrder, t.sel.idx...)
-	}
-	s.srvOrder = slices.Clip(s.srvOrder)
+	s.srvOrder = s.targetOrder(s.nameSelection())
 	return s
+}
+
+// targetOrder is the order of srvTargets' endpoints, one target after the
+// other: the named endpoints of sel sorted by host name, stably. It is
+// built with every update of a headless service, so by one sort rather
+// than srvTargets' map and lists.
+func (s *Facts) targetOrder(sel selection) []int {
+	type named struct {
+		prefix string
+		i      int
+	}
+	all := make([]named, 0, sel.len())
+	for k := range sel.len() {
+		i := sel.at(k)
+		if e := &s.endpoints[i]; e.named() {
+			all = append(all, named{s.label(e) + s.groups[e.group].Suffix, i})
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(all, func(a, b named) int { return strings.Compare(a.prefix, b.prefix) })
+	order := make([]int, len(all))
+	for k, n := range all {
+		order[k] = n.i
+	}
+	return order
 }
 
 // isNameSelection tells whether sel is the service name's selection, which
