@@ -24,7 +24,7 @@ func randomService(rng *rand.Rand) *corev1.Service {
 			CreationTimestamp: metav1.NewTime(time.Unix(1700000000, 0)), Labels: map[string]string{"app": "web"},
 			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("{}", 50)},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
-				APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:ports":{}}}`)}}},
+				APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:ports":{}}}`)}},
 		},
 		Spec: corev1.ServiceSpec{
 			Type:            corev1.ServiceType(pick("ClusterIP", "ClusterIP", "ExternalName", "LoadBalancer", "NodePort", "")),

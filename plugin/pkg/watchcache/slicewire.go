@@ -331,16 +331,14 @@ func decodeSliceList(b []byte, podNames bool) (*sliceList, error) {
 	return out, r.err
 }
 
-// readListMeta reads a ListMeta's fields into lm, merging.
+// readListMeta reads a ListMeta's fields into lm, merging: all but the
+// selfLink (no longer set by the API server) and shardInfo, which the
+// reflector does not read.
 func readListMeta(b []byte, lm *metav1.ListMeta) error {
 	r := wireReader{b: b}
 	var f wireField
 	for r.next(&f) {
 		switch f.num {
-		case 1:
-			if r.want(&f, protowire.BytesType) {
-				lm.SelfLink = string(f.bytes)
-			}
 		case 2:
 			if r.want(&f, protowire.BytesType) {
 				lm.ResourceVersion = string(f.bytes)

@@ -37,7 +37,7 @@ func randomSlice(rng *rand.Rand) *discoveryv1.EndpointSlice {
 			Annotations:     map[string]string{"note": "x"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: "web", UID: "u"}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
-				APIVersion: "discovery.k8s.io/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:addressType":{},"f:endpoints":{}}`)}}},
+				APIVersion: "discovery.k8s.io/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:addressType":{},"f:endpoints":{}}`)}},
 		},
 		AddressType: discoveryv1.AddressType(pick("IPv4", "IPv4", "IPv6", "FQDN", "")),
 	}
