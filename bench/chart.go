@@ -87,7 +87,7 @@ func panels(res *results) []panel {
 	}
 	p, name := perf.Perf, []string{perf.Shape.Name}
 	cpu := [][]float64{{nanIfZero(p.summaryOf(testMixed, keyOurs).CPU), nanIfZero(p.summaryOf(testMixed, keyStock).CPU), nanIfZero(p.summaryOf(testMixed, keyFloor).CPU)}}
-	cpuGoal := []float64{math.Min(0.8*cpu[0][1], 1.05*cpu[0][2])}
+	cpuGoal := []float64{math.Min(0.75*cpu[0][1], 1.02*cpu[0][2])}
 	bytes := [][]float64{{nanIfZero(p.answerBytes(keyOurs) / 1024), nanIfZero(p.answerBytes(keyStock) / 1024)}}
 	return append(out,
 		panel{"CPU per query, cluster mix over UDP (µs)", name, []series{seriesOurs, seriesStock, seriesFloor}, cpu, "%.1f", cpuGoal},
