@@ -92,16 +92,11 @@ func (c Consumer) Start() (*Started, error) {
 		}
 		b.Publish()
 		down = c.Synced.Up()
-		var last time.Time
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-wake:
-				if !waitApplyGap(ctx, last) {
-					return
-				}
-				last = time.Now()
 				b.Apply()
 			}
 		}
@@ -117,31 +112,6 @@ func (c Consumer) Start() (*Started, error) {
 	}}
 	s.Late = c.waitPublished(ctx, h)
 	return s, nil
-}
-
-// applyGap is the least time between the starts of two builds. A quiet
-// cluster's change is built at once; under churn (hundreds of slice
-// updates a second, each on its own) the changes that come within the gap
-// wait for it and are built together: a snapshot costs the same for one
-// change or ten, and one per update was most of an update's cost. A
-// change waits at most this long more.
-const applyGap = 5 * time.Millisecond
-
-// waitApplyGap waits until applyGap has passed since last; false when ctx
-// ends first.
-func waitApplyGap(ctx context.Context, last time.Time) bool {
-	wait := applyGap - time.Since(last)
-	if wait <= 0 {
-		return true
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // syncPoll paces the wait for the cache's sync while nothing is marked;
