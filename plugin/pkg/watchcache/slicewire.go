@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -26,6 +27,10 @@ func decodeSlice(b []byte, podNames bool) (*EndpointSlice, error) {
 	var addressType []byte
 	endpoints := 0
 	out := &EndpointSlice{}
+	// The ports are gathered on the stack (a slice has a few) and copied
+	// once, at their number.
+	var portSpace [4]Port
+	ports := portSpace[:0]
 	// The first pass reads the metadata and the address type, which the
 	// endpoints are checked against wherever they come in the message.
 	r := wireReader{b: b}
@@ -44,7 +49,7 @@ func decodeSlice(b []byte, podNames bool) (*EndpointSlice, error) {
 			if r.want(&f, protowire.BytesType) {
 				var p Port
 				if r.err = readSlicePort(f.bytes, &p); r.err == nil {
-					out.Ports = append(out.Ports, p)
+					ports = append(ports, p)
 				}
 			}
 		case 4:
@@ -55,6 +60,9 @@ func decodeSlice(b []byte, podNames bool) (*EndpointSlice, error) {
 	}
 	if r.err != nil {
 		return nil, r.err
+	}
+	if len(ports) > 0 {
+		out.Ports = slices.Clone(ports)
 	}
 	out.objectMeta = m.meta
 	out.Service = string(m.labels[0])
@@ -82,6 +90,8 @@ func readEndpoints(b []byte, out *EndpointSlice, family discoveryv1.AddressType,
 	// old one.
 	addrs := make([]netip.Addr, 0, n)
 	out.Endpoints = make([]Endpoint, 0, n)
+	names := nameBuffers.Get().(*endpointNameBuffer)
+	defer names.release()
 	r := wireReader{b: b}
 	var f wireField
 	for r.next(&f) {
@@ -97,10 +107,75 @@ func readEndpoints(b []byte, out *EndpointSlice, family discoveryv1.AddressType,
 		if ep, addrs, ok = e.toEndpoint(); ok {
 			ep.zone = zoneIndexOf(out, e.zone)
 			out.Endpoints = append(out.Endpoints, ep)
+			names.add(&e)
 		}
 	}
 	out.zones = slices.Clip(out.zones)
+	names.set(out.Endpoints)
 	return r.err
+}
+
+// endpointNameBuffer gathers the hostnames and pod names of a slice's endpoints,
+// lower-cased, in one buffer that becomes one string: one allocation for
+// the names of a slice rather than one per endpoint, which were half of
+// what decoding a slice allocated.
+type endpointNameBuffer struct {
+	buf []byte
+	// spans are each kept endpoint's names in buf, in order.
+	spans []endpointNames
+}
+
+type endpointNames struct{ host, pod span }
+
+type span struct{ lo, hi int }
+
+// nameBuffers are scratch: the names are copied into their string at the
+// end, so nothing of a buffer outlives the decoding.
+var nameBuffers = sync.Pool{New: func() any { return new(endpointNameBuffer) }}
+
+func (n *endpointNameBuffer) release() {
+	n.buf, n.spans = n.buf[:0], n.spans[:0]
+	nameBuffers.Put(n)
+}
+
+// add appends e's names. A pod named as the endpoint's hostname, the
+// usual case, shares its span.
+func (n *endpointNameBuffer) add(e *wireEndpoint) {
+	var names endpointNames
+	names.host = n.appendLower(e.hostname)
+	if string(e.targetKind) == "Pod" {
+		if names.pod = names.host; !equalLower(e.targetName, n.buf[names.host.lo:names.host.hi]) {
+			names.pod = n.appendLower(e.targetName)
+		}
+	}
+	n.spans = append(n.spans, names)
+}
+
+func (n *endpointNameBuffer) appendLower(b []byte) span {
+	lo := len(n.buf)
+	if bytes.IndexFunc(b, func(r rune) bool { return r >= 0x80 }) >= 0 {
+		n.buf = append(n.buf, strings.ToLower(string(b))...)
+	} else {
+		for _, c := range b {
+			if c >= 'A' && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			n.buf = append(n.buf, c)
+		}
+	}
+	return span{lo, len(n.buf)}
+}
+
+// set gives the endpoints their names, parts of one string.
+func (n *endpointNameBuffer) set(eps []Endpoint) {
+	if len(n.buf) == 0 {
+		return
+	}
+	all := string(n.buf)
+	for i := range eps {
+		sp := n.spans[i]
+		eps[i].Hostname, eps[i].PodName = all[sp.host.lo:sp.host.hi], all[sp.pod.lo:sp.pod.hi]
+	}
 }
 
 // wireEndpoint is one endpoint as it is read: its addresses parsed into
@@ -119,7 +194,7 @@ type wireEndpoint struct {
 	ready       bool
 	readySet    bool
 	terminating bool
-	hostname    string
+	hostname    []byte
 	targetKind  []byte
 	targetName  []byte
 	zone        []byte
@@ -140,7 +215,7 @@ func (e *wireEndpoint) read(b []byte) error {
 			}
 		case 3:
 			if r.want(&f, protowire.BytesType) {
-				e.hostname = lowerString(f.bytes)
+				e.hostname = f.bytes
 			}
 		case 4:
 			if r.want(&f, protowire.BytesType) && e.podNames {
@@ -211,29 +286,19 @@ func (e *wireEndpoint) readTargetRef(b []byte) error {
 // toEndpoint is the endpoint read, and the slice's address array with its
 // addresses; false when it has none usable.
 func (e *wireEndpoint) toEndpoint() (Endpoint, []netip.Addr, bool) {
-	ep := Endpoint{
-		Ready:       e.ready || !e.readySet,
-		Terminating: e.terminating,
-		Hostname:    e.hostname,
-	}
-	if string(e.targetKind) == "Pod" {
-		// The pod is most often named as the endpoint's hostname: the
-		// same string then, not a second one.
-		if ep.PodName = ep.Hostname; !equalLower(e.targetName, ep.Hostname) {
-			ep.PodName = lowerString(e.targetName)
-		}
-	}
+	// The names are set by endpointNameBuffer, once every endpoint is read.
+	ep := Endpoint{Ready: e.ready || !e.readySet, Terminating: e.terminating}
 	return endpointAddresses(e.slice, ep, e.addrs, e.start)
 }
 
-// equalLower tells whether strings.ToLower(string(b)) == lower.
-func equalLower(b []byte, lower string) bool {
+// equalLower tells whether strings.ToLower(string(b)) == string(lower).
+func equalLower[T []byte | string](b []byte, lower T) bool {
 	if len(b) != len(lower) {
 		return false
 	}
 	for i, c := range b {
 		if c >= 0x80 {
-			return lowerString(b) == lower
+			return lowerString(b) == string(lower)
 		}
 		if c >= 'A' && c <= 'Z' {
 			c += 'a' - 'A'

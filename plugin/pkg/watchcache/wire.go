@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"unique"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,7 +177,9 @@ func readMeta(b []byte, m *wireMeta, wantLabels, wantAnnotations []string) error
 			}
 		case 3:
 			if r.want(&f, protowire.BytesType) {
-				m.meta.namespace = string(f.bytes)
+				// One copy of each namespace's name for all its
+				// objects: thousands share a few.
+				m.meta.namespace = unique.Make(string(f.bytes)).Value()
 			}
 		case 6:
 			if r.want(&f, protowire.BytesType) {
