@@ -208,25 +208,10 @@ type serviceList struct {
 
 // decodeServiceList reads a core/v1 ServiceList message.
 func decodeServiceList(b []byte) (*serviceList, error) {
-	out := &serviceList{Items: []*Service{}}
-	r := wireReader{b: b}
-	var f wireField
-	for r.next(&f) {
-		switch f.num {
-		case 1:
-			if r.want(&f, protowire.BytesType) {
-				r.err = readListMeta(f.bytes, &out.ListMeta)
-			}
-		case 2:
-			if r.want(&f, protowire.BytesType) {
-				var s *Service
-				if s, r.err = decodeService(f.bytes); r.err == nil {
-					out.Items = append(out.Items, s)
-				}
-			}
-		}
-	}
-	return out, r.err
+	out := &serviceList{}
+	var err error
+	out.Items, err = readList(b, &out.ListMeta, decodeService)
+	return out, err
 }
 
 // kindOf is serviceKind of a service's type, clusterIP and selector.

@@ -375,25 +375,34 @@ type sliceList struct {
 
 // decodeSliceList reads a discovery/v1 EndpointSliceList message.
 func decodeSliceList(b []byte, podNames bool) (*sliceList, error) {
-	out := &sliceList{Items: []*EndpointSlice{}}
+	out := &sliceList{}
+	var err error
+	out.Items, err = readList(b, &out.ListMeta, func(b []byte) (*EndpointSlice, error) { return decodeSlice(b, podNames) })
+	return out, err
+}
+
+// readList reads a List message: its metadata into lm, and each item by
+// decode.
+func readList[T any](b []byte, lm *metav1.ListMeta, decode func([]byte) (*T, error)) ([]*T, error) {
+	items := []*T{}
 	r := wireReader{b: b}
 	var f wireField
 	for r.next(&f) {
 		switch f.num {
 		case 1:
 			if r.want(&f, protowire.BytesType) {
-				r.err = readListMeta(f.bytes, &out.ListMeta)
+				r.err = readListMeta(f.bytes, lm)
 			}
 		case 2:
 			if r.want(&f, protowire.BytesType) {
-				var s *EndpointSlice
-				if s, r.err = decodeSlice(f.bytes, podNames); r.err == nil {
-					out.Items = append(out.Items, s)
+				var item *T
+				if item, r.err = decode(f.bytes); r.err == nil {
+					items = append(items, item)
 				}
 			}
 		}
 	}
-	return out, r.err
+	return items, r.err
 }
 
 // readListMeta reads a ListMeta's fields into lm, merging: all but the
