@@ -94,7 +94,7 @@ func (w *wireService) readSpec(b []byte) error {
 		case 1:
 			if r.want(&f, protowire.BytesType) {
 				var p Port
-				if r.err = readServicePort(f.bytes, &p); r.err == nil {
+				if r.err = readPort(f.bytes, &p); r.err == nil {
 					w.ports = append(w.ports, p)
 				}
 			}
@@ -177,8 +177,9 @@ func appendUnmapped(addrs []netip.Addr, b []byte) []netip.Addr {
 	return addrs
 }
 
-// readServicePort reads a core/v1 ServicePort, merging into p.
-func readServicePort(b []byte, p *Port) error {
+// readPort reads the name, protocol and number of a core/v1 ServicePort
+// or a discovery/v1 EndpointPort (fields 1–3 of both), merging into p.
+func readPort(b []byte, p *Port) error {
 	r := wireReader{b: b}
 	var f wireField
 	for r.next(&f) {

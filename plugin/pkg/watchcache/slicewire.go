@@ -322,27 +322,7 @@ func lowerString(b []byte) string {
 // repeated message field would; p starts as an absent protocol (TCP).
 func readSlicePort(b []byte, p *Port) error {
 	p.Protocol = "tcp"
-	r := wireReader{b: b}
-	var f wireField
-	for r.next(&f) {
-		switch f.num {
-		case 1:
-			if r.want(&f, protowire.BytesType) {
-				p.Name = lowerString(f.bytes)
-			}
-		case 2:
-			if r.want(&f, protowire.BytesType) {
-				p.Protocol = lowerProtocol(f.bytes)
-			}
-		case 3:
-			if r.want(&f, protowire.VarintType) {
-				p.Port = int32(f.varint)
-			}
-		case 4:
-			r.want(&f, protowire.BytesType)
-		}
-	}
-	return r.err
+	return readPort(b, p)
 }
 
 // lowerProtocol is the lower-case protocol, without an allocation for the
