@@ -78,7 +78,8 @@ type Service struct {
 }
 
 // DeepCopyObject implements runtime.Object. Cached objects are never
-// modified after the transform, so sharing is safe.
+// modified after their conversion (the decoder's or the transform's), so
+// sharing is safe.
 func (s *Service) DeepCopyObject() runtime.Object { return s }
 
 // ExternalIPs are spec.externalIPs, then the IPs of

@@ -7,7 +7,7 @@ import (
 )
 
 // sameFacts tells whether obj, an update of old, carries the same facts:
-// everything the transform kept (what DNS reads) but the resource version
+// everything the conversion kept (what DNS reads) but the resource version
 // and the change time, which every write moves. Such an update (an
 // annotation, a status condition DNS ignores, managedFields, a resync)
 // changes no answer, so it is published to no consumer: no rebuild, no
