@@ -151,15 +151,27 @@ func (e EndpointFacts) compact(hosts map[string]uint32, list *[]string) endpoint
 		c.flags |= flagUnnamed
 	}
 	if e.host != "" {
-		i, ok := hosts[e.host]
-		if !ok {
-			*list = append(*list, e.host)
-			i = uint32(len(*list))
-			hosts[e.host] = i
-		}
-		c.host = i
+		c.host = hostIndex(e.host, hosts, list)
 	}
 	return c
+}
+
+// hostIndex is the number of host in list (from 1), where it is added if
+// absent; hosts indexes list when it is not nil.
+func hostIndex(host string, hosts map[string]uint32, list *[]string) uint32 {
+	if hosts != nil {
+		if i, ok := hosts[host]; ok {
+			return i
+		}
+	} else if i := slices.Index(*list, host); i >= 0 {
+		return uint32(i + 1)
+	}
+	*list = append(*list, host)
+	i := uint32(len(*list))
+	if hosts != nil {
+		hosts[host] = i
+	}
+	return i
 }
 
 // Addr is the endpoint's address.
@@ -345,20 +357,36 @@ func NewAlias(key, target string) *Facts {
 func (s *Facts) setEndpoints(eps []EndpointFacts) {
 	slices.SortStableFunc(eps, func(a, b EndpointFacts) int { return a.addr.Compare(b.addr) })
 	s.endpoints = make([]endpoint, len(eps))
-	hosts := map[string]uint32{}
+	named := 0
+	for _, e := range eps {
+		if e.host != "" {
+			named++
+		}
+	}
+	if named > 0 {
+		s.hosts = make([]string, 0, named)
+	}
+	var hosts map[string]uint32
+	if named > hostScan {
+		hosts = make(map[string]uint32, named)
+	}
 	for i, e := range eps {
 		s.endpoints[i] = e.compact(hosts, &s.hosts)
 		if e.addr.Is4() {
 			s.n4++
 		}
 	}
-	s.hosts = slices.Clip(s.hosts)
 }
+
+// hostScan is the number of host names up to which a service's repeated
+// names are found by a scan of its list rather than a map: an update of a
+// small service then allocates no map.
+const hostScan = 32
 
 // namedPorts keeps the ports that can have SRV records: a name, both
 // labels valid, the first of any repeated name and protocol.
 func namedPorts(ports []SRVPort) []SRVPort {
-	var out []SRVPort
+	out := make([]SRVPort, 0, len(ports))
 	for _, p := range ports {
 		if p.Name == "" || !dnsname.IsLabel(p.Name) || !dnsname.IsLabel(p.Proto) {
 			continue
@@ -367,6 +395,9 @@ func namedPorts(ports []SRVPort) []SRVPort {
 			continue
 		}
 		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return slices.Clip(out)
 }

@@ -8,27 +8,46 @@ import (
 	"strings"
 )
 
-// shards splits the services and the PTR index so that a change copies
-// the few shards it touches, not a whole namespace: a namespace of 10,000
-// services is as cheap to change as one of ten.
-const shards = 256
+// The services and the PTR index are kept in small shards under a
+// two-level tree, so that a change copies the few shards it touches and
+// the nodes above them, never the whole index: a namespace of 10,000
+// services is as cheap to change as one of ten, and one address change
+// at 100,000 addresses copies about a kilobyte.
+const (
+	// fan is the width of each node of the trees.
+	fan = 16
+	// svcShards: services in shards by a hash of the key, fan × fan.
+	svcShards = fan * fan
+	// ptrShards: the PTR index in shards by the address's last 12 bits
+	// (which spread the sequential addresses clusters allocate), fan³:
+	// some 25 entries a shard at 100,000 addresses.
+	ptrShards = fan * fan * fan
+)
+
+// svcNode holds fan service shards.
+type svcNode [fan]map[string]*Facts
+
+// ptrNode holds fan nodes of fan PTR shards.
+type ptrNode [fan]*ptrLeaves
+
+// ptrLeaves holds fan PTR shards, each sorted by address, then service.
+type ptrLeaves [fan][]ptrEntry
 
 // Snapshot is everything the query path reads. It is immutable once
 // published; a change builds a new one through an Edit, sharing every
-// shard it does not touch, and swaps it in atomically, so queries never
-// lock.
+// node and shard it does not touch, and swaps it in atomically, so
+// queries never lock.
 type Snapshot struct {
-	// services by key "<svc>.<ns>", in shards by a hash of the key; only
-	// services that have a name in DNS.
-	services [shards]map[string]*Facts
+	// services by key "<svc>.<ns>", in shards by serviceShard; only
+	// services that have a name in DNS. A nil node has no service.
+	services [fan]*svcNode
 	// namespaces counts the services of each namespace: <ns>.svc.<zone>
 	// exists (an empty non-terminal) while its count is above zero.
 	namespaces map[string]int32
 	total      int
-	// ptr holds the PTR index in shards by the address's last byte (which
-	// spreads the sequential addresses clusters allocate), each sorted by
-	// address, then service.
-	ptr [shards][]ptrEntry
+	// ptr holds the PTR index in shards by ptrShard; a nil node has no
+	// entry.
+	ptr [fan]*ptrNode
 	// serial of the zones' SOA: changes whenever the data does.
 	serial uint32
 }
@@ -56,16 +75,34 @@ func serviceShard(key string) int {
 	for i := 0; i < len(key); i++ {
 		h = (h ^ uint32(key[i])) * 16777619
 	}
-	return int(h % shards)
+	return int(h % svcShards)
 }
 
-func ptrShard(addr [16]byte) int { return int(addr[15]) }
+func ptrShard(addr [16]byte) int { return int(addr[14]&(fan-1))<<8 | int(addr[15]) }
+
+// shardOf is the map of shard i of s; nil when it has no service.
+func (s *Snapshot) shardOf(i int) map[string]*Facts {
+	if n := s.services[i/fan]; n != nil {
+		return n[i%fan]
+	}
+	return nil
+}
+
+// ptrLeaf is PTR shard i of s.
+func (s *Snapshot) ptrLeaf(i int) []ptrEntry {
+	if n := s.ptr[i/(fan*fan)]; n != nil {
+		if l := n[i/fan%fan]; l != nil {
+			return l[i%fan]
+		}
+	}
+	return nil
+}
 
 // Serial is the SOA serial.
 func (s *Snapshot) Serial() uint32 { return s.serial }
 
 // Service is the service of key "<svc>.<ns>", or nil.
-func (s *Snapshot) Service(key string) *Facts { return s.services[serviceShard(key)][key] }
+func (s *Snapshot) Service(key string) *Facts { return s.shardOf(serviceShard(key))[key] }
 
 // HasNamespace tells whether a service of namespace ns has a name.
 func (s *Snapshot) HasNamespace(ns string) bool { return s.namespaces[ns] > 0 }
@@ -76,8 +113,8 @@ func (s *Snapshot) Len() int { return s.total }
 // Services lists every service, sorted by key (for transfers and tests).
 func (s *Snapshot) Services() []*Facts {
 	out := make([]*Facts, 0, s.total)
-	for _, m := range s.services {
-		for _, svc := range m {
+	for i := range svcShards {
+		for _, svc := range s.shardOf(i) {
 			out = append(out, svc)
 		}
 	}
@@ -88,7 +125,7 @@ func (s *Snapshot) Services() []*Facts {
 // ptrOf returns the PTR entries of addr.
 func (s *Snapshot) ptrOf(addr netip.Addr) []ptrEntry {
 	a := addr.As16()
-	sh := s.ptr[ptrShard(a)]
+	sh := s.ptrLeaf(ptrShard(a))
 	i, _ := slices.BinarySearchFunc(sh, a, func(e ptrEntry, t [16]byte) int { return bytes.Compare(e.addr[:], t[:]) })
 	j := i
 	for j < len(sh) && sh[j].addr == a {
@@ -98,10 +135,10 @@ func (s *Snapshot) ptrOf(addr netip.Addr) []ptrEntry {
 }
 
 // PTRs calls fn with every address of the PTR index and the host name it
-// points to under zone (for tests and transfers), in address order.
+// points to under zone (for tests), shard by shard.
 func (s *Snapshot) PTRs(zone string, fn func(addr netip.Addr, target string)) {
-	for _, sh := range s.ptr {
-		for _, e := range sh {
+	for i := range ptrShards {
+		for _, e := range s.ptrLeaf(i) {
 			if t := s.ptrTarget(e, zone); t != "" {
 				fn(addrOf(e.addr), t)
 			}
@@ -171,18 +208,30 @@ func (s *Snapshot) ptrEndpoint(e ptrEntry) (*Facts, int) {
 	return nil, 0
 }
 
-// Edit changes a snapshot that is not published yet. Each shard (and the
-// namespace counts) is copied before its first change: they are shared
-// with the published snapshot, which queries read without a lock. A batch
-// thus costs what it touches.
+// Edit changes a snapshot that is not published yet. Each node, shard
+// (and the namespace counts) is copied before its first change: they are
+// shared with the published snapshot, which queries read without a lock.
+// A batch thus costs what it touches.
 type Edit struct {
 	s *Snapshot
-	// fresh: every map and shard of s is new (a full build).
-	fresh                bool
-	svcCopied, ptrCopied [shards]bool
-	ptrUnsorted          [shards]bool
-	nsCopied             bool
+	// fresh: every node, map and shard of s is new (a full build); its
+	// PTR shards are sorted at Done.
+	fresh bool
+	// What this edit has copied already, by index: service nodes and
+	// shards, PTR nodes, their children and shards.
+	svcNodes, ptrNodes uint16
+	svcCopied, leaves  bitset[[svcShards / 64]uint64]
+	ptrCopied          bitset[[ptrShards / 64]uint64]
+	// copiedPTR lists the PTR shards copied, for Done to trim.
+	copiedPTR []uint16
+	nsCopied  bool
 }
+
+// bitset is a set of small integers in an array of words.
+type bitset[W ~[4]uint64 | ~[64]uint64] struct{ w W }
+
+func (b *bitset[W]) has(i int) bool { return b.w[i/64]&(1<<(i%64)) != 0 }
+func (b *bitset[W]) add(i int)      { b.w[i/64] |= 1 << (i % 64) }
 
 // NewEdit starts an empty snapshot with serial.
 func NewEdit(serial uint32) *Edit {
@@ -199,33 +248,71 @@ func (s *Snapshot) Edit(serial uint32) *Edit {
 // Done finishes the edit: the snapshot is ready to publish and must not
 // change any more.
 func (e *Edit) Done() *Snapshot {
-	for i, unsorted := range e.ptrUnsorted {
-		if unsorted {
-			slices.SortFunc(e.s.ptr[i], comparePTR)
+	if e.fresh {
+		for i := range ptrShards {
+			if sh := e.s.ptrLeaf(i); len(sh) > 0 {
+				slices.SortFunc(sh, comparePTR)
+				*e.leaf(i) = slices.Clip(slices.Clone(sh)) // no room left by the appends
+			}
 		}
-		if sh := e.s.ptr[i]; cap(sh) > len(sh)+len(sh)/4+4 {
-			e.s.ptr[i] = slices.Clone(sh) // what appends left over, a third of the index
-		}
+	}
+	for _, i := range e.copiedPTR {
+		*e.leaf(int(i)) = trim(e.s.ptrLeaf(int(i)))
 	}
 	s := e.s
 	e.s = nil
 	return s
 }
 
+// trim gives back the room appends left over in a PTR shard: a third of
+// the index after a build.
+func trim(sh []ptrEntry) []ptrEntry {
+	switch {
+	case len(sh) == 0:
+		return nil
+	case cap(sh) > len(sh)+len(sh)/4+4:
+		return slices.Clone(sh)
+	}
+	return sh
+}
+
+// serviceShard is shard i of the services, the edit's own to change.
 func (e *Edit) serviceShard(key string) map[string]*Facts {
 	i := serviceShard(key)
-	m := e.s.services[i]
-	if !e.fresh && !e.svcCopied[i] {
-		e.svcCopied[i] = true
+	node := e.svcNode(i / fan)
+	m := node[i%fan]
+	if !e.fresh && !e.svcCopied.has(i) {
+		e.svcCopied.add(i)
 		m = maps.Clone(m)
 	}
 	if m == nil {
 		m = map[string]*Facts{}
 	}
-	e.s.services[i] = m
+	node[i%fan] = m
 	return m
 }
 
+// svcNode is node n of the services, the edit's own to change.
+func (e *Edit) svcNode(n int) *svcNode {
+	node := e.s.services[n]
+	switch {
+	case node == nil:
+		node = new(svcNode)
+	case !e.fresh && e.svcNodes&(1<<n) == 0:
+		c := *node
+		node = &c
+	default:
+		return node
+	}
+	e.svcNodes |= 1 << n
+	e.s.services[n] = node
+	return node
+}
+
+// dropShard removes service shard i, now empty.
+func (e *Edit) dropShard(i int) {
+	e.svcNode(i / fan)[i%fan] = nil
+}
 func (e *Edit) countNamespace(ns string, delta int32) {
 	if !e.fresh && !e.nsCopied {
 		e.nsCopied = true
@@ -253,14 +340,14 @@ func (e *Edit) Put(svc *Facts) (old *Facts) {
 
 // Remove drops the service of key and returns it (nil when absent).
 func (e *Edit) Remove(key string) (old *Facts) {
-	if e.s.services[serviceShard(key)][key] == nil {
+	if e.s.Service(key) == nil {
 		return nil
 	}
 	m := e.serviceShard(key)
 	old = m[key]
 	delete(m, key)
 	if len(m) == 0 {
-		e.s.services[serviceShard(key)] = nil
+		e.dropShard(serviceShard(key))
 	}
 	e.countNamespace(old.Namespace(), -1)
 	return old
@@ -270,17 +357,57 @@ func (e *Edit) Remove(key string) (old *Facts) {
 // leaves untrimmed.
 const ptrSlack = 4
 
+// ptrShard is the PTR shard of addr, the edit's own to change.
 func (e *Edit) ptrShard(addr [16]byte) *[]ptrEntry {
 	i := ptrShard(addr)
-	if !e.fresh && !e.ptrCopied[i] {
-		e.ptrCopied[i] = true
+	sh := e.leaf(i)
+	if !e.fresh && !e.ptrCopied.has(i) {
+		e.ptrCopied.add(i)
+		e.copiedPTR = append(e.copiedPTR, uint16(i))
 		// Room for a few inserts: an append past the copy's capacity
 		// would copy the shard again, and Done a third time to trim it.
-		sh := make([]ptrEntry, len(e.s.ptr[i]), len(e.s.ptr[i])+ptrSlack)
-		copy(sh, e.s.ptr[i])
-		e.s.ptr[i] = sh
+		c := make([]ptrEntry, len(*sh), len(*sh)+ptrSlack)
+		copy(c, *sh)
+		*sh = c
 	}
-	return &e.s.ptr[i]
+	return sh
+}
+
+// leaf is the slot of PTR shard i in the edit's own nodes (the shard
+// itself is ptrShard's to copy).
+func (e *Edit) leaf(i int) *[]ptrEntry {
+	node := e.ptrNode(i / (fan * fan))
+	j := i / fan // the leaves' index among all
+	l := node[j%fan]
+	switch {
+	case l == nil:
+		l = new(ptrLeaves)
+	case !e.fresh && !e.leaves.has(j):
+		c := *l
+		l = &c
+	default:
+		return &l[i%fan]
+	}
+	e.leaves.add(j)
+	node[j%fan] = l
+	return &l[i%fan]
+}
+
+// ptrNode is node n of the PTR index, the edit's own to change.
+func (e *Edit) ptrNode(n int) *ptrNode {
+	node := e.s.ptr[n]
+	switch {
+	case node == nil:
+		node = new(ptrNode)
+	case !e.fresh && e.ptrNodes&(1<<n) == 0:
+		c := *node
+		node = &c
+	default:
+		return node
+	}
+	e.ptrNodes |= 1 << n
+	e.s.ptr[n] = node
+	return node
 }
 
 // AddPTR says that addr has a PTR record of svc (of its first endpoint at
@@ -290,15 +417,13 @@ func (e *Edit) AddPTR(addr netip.Addr, svc *Facts) {
 }
 
 func (e *Edit) addPTR(p ptrEntry) {
-	i := ptrShard(p.addr)
-	if e.fresh || e.ptrUnsorted[i] {
+	if e.fresh {
 		// A build: sorted once, at Done.
 		sh := e.ptrShard(p.addr)
 		*sh = append(*sh, p)
-		e.ptrUnsorted[i] = true
 		return
 	}
-	at, found := slices.BinarySearchFunc(e.s.ptr[i], p, comparePTR)
+	at, found := slices.BinarySearchFunc(e.s.ptrLeaf(ptrShard(p.addr)), p, comparePTR)
 	if found {
 		return
 	}
@@ -310,16 +435,18 @@ func (e *Edit) addPTR(p ptrEntry) {
 // one when key is "".
 func (e *Edit) ClearPTR(addr netip.Addr, key string) {
 	a := addr.As16()
-	i := ptrShard(a)
+	cur := e.s.ptrLeaf(ptrShard(a))
 	match := func(p ptrEntry) bool { return p.addr == a && (key == "" || p.key == key) }
-	if e.ptrUnsorted[i] {
-		sh := e.ptrShard(a)
-		*sh = slices.DeleteFunc(*sh, match)
+	if e.fresh {
+		if slices.ContainsFunc(cur, match) {
+			sh := e.ptrShard(a)
+			*sh = slices.DeleteFunc(*sh, match)
+		}
 		return
 	}
-	lo, _ := slices.BinarySearchFunc(e.s.ptr[i], ptrEntry{addr: a, key: key}, comparePTR)
+	lo, _ := slices.BinarySearchFunc(cur, ptrEntry{addr: a, key: key}, comparePTR)
 	hi := lo
-	for hi < len(e.s.ptr[i]) && match(e.s.ptr[i][hi]) {
+	for hi < len(cur) && match(cur[hi]) {
 		hi++
 	}
 	if lo == hi {
