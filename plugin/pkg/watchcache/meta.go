@@ -45,7 +45,7 @@ func (m *objectMeta) SetDeletionGracePeriodSeconds(*int64)  {}
 func (m *objectMeta) GetLabels() map[string]string          { return nil }
 func (m *objectMeta) SetLabels(map[string]string)           {}
 func (m *objectMeta) GetAnnotations() map[string]string {
-	if m.name == "" && m.namespace == initialEventsEndMark {
+	if m.endsInitialEvents() {
 		return initialEventsEnd
 	}
 	return nil
@@ -89,3 +89,8 @@ const initialEventsEndMark = "\x00initial-events-end"
 var initialEventsEnd = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 
 func (m *objectMeta) markInitialEventsEnd() { m.namespace = initialEventsEndMark }
+
+// endsInitialEvents tells whether m is the meta of that bookmark.
+func (m *objectMeta) endsInitialEvents() bool {
+	return m.name == "" && m.namespace == initialEventsEndMark
+}

@@ -341,6 +341,9 @@ func convertSlice(obj any, podNames bool) (any, error) {
 		SourceCluster:       s.Labels[LabelSourceCluster],
 		Changed:             changeTime(&s.ObjectMeta),
 	}
+	if out.endsInitialEvents() {
+		return out, nil // a bookmark: no service, no address type, nothing to warn of
+	}
 	warnUnlabelled(out)
 	if !servedAddressType(out, s.AddressType) {
 		return out, nil

@@ -71,6 +71,9 @@ func decodeSlice(b []byte, podNames bool) (*EndpointSlice, error) {
 	if v := m.annotations[0]; v != nil {
 		out.Changed = parseChangeTime(string(v))
 	}
+	if out.endsInitialEvents() {
+		return out, nil // a bookmark: no service, no address type, nothing to warn of
+	}
 	warnUnlabelled(out)
 	family := discoveryv1.AddressType(addressType)
 	if !servedAddressType(out, family) {

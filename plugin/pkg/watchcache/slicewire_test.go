@@ -3,7 +3,9 @@ package watchcache
 import (
 	"bytes"
 	"fmt"
+	golog "log"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -185,6 +187,10 @@ func TestDecodeSliceFallsBack(t *testing.T) {
 // still says so to the reflector, decoded either way; other objects carry
 // no annotations.
 func TestDecodeSliceBookmark(t *testing.T) {
+	warned.Clear() // whatever other tests warned of is warned of again
+	var logged bytes.Buffer
+	golog.SetOutput(&logged)
+	t.Cleanup(func() { golog.SetOutput(os.Stderr) })
 	bookmark := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42",
 		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
 	for name, obj := range map[string]runtime.Object{"bookmark": bookmark, "named": &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{
@@ -201,6 +207,12 @@ func TestDecodeSliceBookmark(t *testing.T) {
 				t.Errorf("%s %s: annotations %v, resource version %q", name, how, m.GetAnnotations(), m.GetResourceVersion())
 			}
 		}
+		// A bookmark is no slice: nothing to warn of. The named object is
+		// a slice of no service and no address type, and says so.
+		if got := logged.String(); (got == "") != wantEnd {
+			t.Errorf("%s: logged %q", name, got)
+		}
+		logged.Reset()
 	}
 }
 
