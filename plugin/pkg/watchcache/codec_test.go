@@ -45,7 +45,7 @@ func TestFromTheWire(t *testing.T) {
 	h.Release() // its informers stop: each run below starts its own
 
 	for _, watchList := range []bool{true, false} {
-		t.Run(fmt.Sprintf("watch-list %v", watchList), func(t *testing.T) {
+		t.Run(fmt.Sprintf("WatchListClient %v", watchList), func(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
 			h := e.acquire(Services | EndpointSlices)
 			if s := h.Service(e.ns, "web"); s == nil || s.Kind != ClusterIP || len(s.ClusterIPs) != 1 || s.ClusterIPs[0].String() != svc.Spec.ClusterIP ||
@@ -60,6 +60,16 @@ func TestFromTheWire(t *testing.T) {
 			if eps[0].Addresses[0].String() != "10.1.0.2" || !eps[0].Ready || eps[0].PodName != "web-0" ||
 				eps[1].Addresses[0].String() != "10.1.0.3" || eps[1].Ready || !eps[1].Terminating {
 				t.Errorf("cached endpoints %+v", eps)
+			}
+			// Listed with a plain LIST whatever the gate says (plainList).
+			for _, k := range []Resources{Services, EndpointSlices} {
+				st := h.informers[k].state
+				st.mu.Lock()
+				n := st.plainLists
+				st.mu.Unlock()
+				if n != 1 {
+					t.Errorf("%s: %d plain lists, want 1", resourceNames[k], n)
+				}
 			}
 			h.Release()
 		})

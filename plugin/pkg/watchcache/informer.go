@@ -228,6 +228,8 @@ type connState struct {
 	denied, logged    map[string]bool
 	checked, checking bool
 	recheck           func()
+	// plainLists counts the successful LIST calls (plainList).
+	plainLists int
 }
 
 func newConnState(k Resources) *connState {
@@ -248,10 +250,10 @@ func (s *connState) healthy() bool {
 
 // instrument wraps lw so each call reports its outcome. A successful list
 // after the first one is a relist: after a watch gap (410 Gone) or an
-// outage. client-go lists with a watch that sends the initial events
-// (WatchListClient, on by default) and falls back to a plain list, so both
-// count.
-func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
+// outage. The reflector lists with a plain LIST (plainList); should it
+// stream the list as a watch (WatchListClient) all the same, that counts
+// too.
+func (s *connState) instrument(lw *cache.ListWatch) plainList {
 	lists := 0
 	listed := func(rv string) {
 		lists++
@@ -260,11 +262,14 @@ func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 			log.Infof("%s relisted at resource version %q", resourceNames[s.kind], rv)
 		}
 	}
-	return &cache.ListWatch{
+	return plainList{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			obj, err := lw.ListWithContext(ctx, o)
 			if err == nil {
 				listed(listRV(obj))
+				s.mu.Lock()
+				s.plainLists++
+				s.mu.Unlock()
 			}
 			s.report("list", err)
 			return obj, err
@@ -283,8 +288,22 @@ func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 			s.report("watch", err)
 			return w, err
 		},
-	}
+	}}
 }
+
+// plainList makes client-go's reflector list with a plain LIST, which the
+// API server answers from its watch cache in one response, rather than a
+// watch that streams every object as an event (WatchListClient, on by
+// default since client-go 0.35): streaming costs the API server more CPU
+// per object. Measured at bench's S2 (10,000 headless services, 100,000
+// endpoints): start to first complete answer alone 0.47–0.66 s streamed,
+// 0.34–0.43 s listed; started at the same moment as stock against one API
+// server 1.0–1.7 s, 0.6–0.77 s; peak RSS 138 MiB, 133 MiB.
+type plainList struct{ *cache.ListWatch }
+
+// IsWatchListSemanticsUnSupported is what the reflector asks
+// (watchlist.DoesClientNotSupportWatchListSemantics).
+func (plainList) IsWatchListSemanticsUnSupported() bool { return true }
 
 // errEmptyWatch stands for the error client-go swallows when a watch
 // request keeps failing with a dropped connection or a timeout (EOF, reset,
