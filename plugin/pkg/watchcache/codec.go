@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net/http"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 )
@@ -63,8 +66,81 @@ func (s wireSerializers) SupportedMediaTypes() []runtime.SerializerInfo {
 	infos := append([]runtime.SerializerInfo(nil), s.NegotiatedSerializer.SupportedMediaTypes()...)
 	for i := range infos {
 		infos[i].Serializer = wireDecoder{Serializer: infos[i].Serializer, podNames: s.podNames}
+		if st := infos[i].StreamSerializer; st != nil && infos[i].MediaType == runtime.ContentTypeProtobuf {
+			c := *st
+			c.Serializer = watchEventDecoder{Serializer: st.Serializer}
+			infos[i].StreamSerializer = &c
+		}
 	}
 	return infos
+}
+
+// watchEventDecoder reads a protobuf watch frame into a metav1.WatchEvent
+// whose object's bytes are the frame's own, not a copy: client-go decodes
+// that object (with wireDecoder, into the cached form, which keeps none of
+// its bytes) before it reads the next frame into the same buffer. The
+// generated Unmarshal copied every event's object, some 2 KB an update of a
+// ten-endpoint slice. Anything else goes to the usual serializer.
+type watchEventDecoder struct {
+	runtime.Serializer
+}
+
+func (d watchEventDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if ev, ok := into.(*metav1.WatchEvent); ok {
+		if typ, raw, ok := watchEvent(data); ok {
+			ev.Type, ev.Object = typ, runtime.RawExtension{Raw: raw}
+			return ev, nil, nil
+		}
+	}
+	return d.Serializer.Decode(data, defaults, into)
+}
+
+// watchEvent reads a metav1.WatchEvent: its type, one of the five a watch
+// sends, and its object's bytes, within data. ok is false for anything
+// else, which the generated Unmarshal then decides about.
+func watchEvent(data []byte) (typ string, raw []byte, ok bool) {
+	r := wireReader{b: data}
+	var f wireField
+	for r.next(&f) {
+		switch {
+		case f.num == 1 && f.typ == protowire.BytesType:
+			if typ = eventType(f.bytes); typ == "" {
+				return "", nil, false
+			}
+		case f.num == 2 && f.typ == protowire.BytesType: // RawExtension
+			if raw, ok = rawExtension(f.bytes); !ok {
+				return "", nil, false
+			}
+		default:
+			return "", nil, false
+		}
+	}
+	return typ, raw, r.err == nil && typ != "" && raw != nil
+}
+
+// eventType is the watch.EventType named b, as a constant (no string is
+// made); "" for any other.
+func eventType(b []byte) string {
+	for _, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error} {
+		if string(b) == string(t) {
+			return string(t)
+		}
+	}
+	return ""
+}
+
+// rawExtension is the raw field of a runtime.RawExtension; nil when it has
+// none.
+func rawExtension(b []byte) (raw []byte, ok bool) {
+	r := wireReader{b: b}
+	var f wireField
+	for r.next(&f) {
+		if f.num != 1 || f.typ != protowire.BytesType {
+			return nil, false
+		}
+		raw = f.bytes
+	}
+	return raw, r.err == nil
 }
 
 // wireDecoder decodes Services, EndpointSlices and their lists into the

@@ -39,12 +39,42 @@ func (x *index[K, T]) get(k K) []*T {
 func (x *index[K, T]) update(old, obj *T) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if old != nil && obj != nil && x.replace(old, obj) {
+		return
+	}
 	if old != nil {
 		x.remove(old)
 	}
 	if obj != nil {
 		x.keys(obj, func(k K) { x.of[k] = append(slices.Clip(x.of[k]), obj) })
 	}
+}
+
+// replace puts obj in old's place when both have one key, the same, and
+// old is there: what nearly every update is (a slice of the same service,
+// a pod with the same address), at the cost of one copy of that key's
+// entries. It tells whether it did.
+func (x *index[K, T]) replace(old, obj *T) bool {
+	was, n := x.onlyKey(old)
+	is, m := x.onlyKey(obj)
+	if n != 1 || m != 1 || was != is {
+		return false
+	}
+	entries := x.of[was]
+	i := slices.Index(entries, old)
+	if i < 0 {
+		return false
+	}
+	entries = slices.Clone(entries)
+	entries[i] = obj
+	x.of[was] = entries
+	return true
+}
+
+// onlyKey is obj's key and the number of keys it has.
+func (x *index[K, T]) onlyKey(obj *T) (key K, n int) {
+	x.keys(obj, func(k K) { key = k; n++ })
+	return key, n
 }
 
 // remove drops the object named as obj is from the entries of obj's keys.

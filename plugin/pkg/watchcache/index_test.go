@@ -20,6 +20,15 @@ func TestIndexUpdates(t *testing.T) {
 	if len(before) != 2 {
 		t.Fatalf("web has %d slices, want 2", len(before))
 	}
+	b2 := mk("b", "web") // a new version of b: takes its place
+	x.update(b, b2)
+	if got := x.slicesByService.get(nsName{"ns", "web"}); len(got) != 2 || got[0] != a || got[1] != b2 {
+		t.Errorf("web after b changed: %v", got)
+	}
+	if before[1] != b {
+		t.Error("a slice handed out before the change changed")
+	}
+	b = b2
 	moved := mk("b", "db")
 	x.update(b, moved)
 	if got := x.slicesByService.get(nsName{"ns", "web"}); len(got) != 1 || got[0] != a {
@@ -27,9 +36,6 @@ func TestIndexUpdates(t *testing.T) {
 	}
 	if got := x.slicesByService.get(nsName{"ns", "db"}); len(got) != 1 || got[0] != moved {
 		t.Errorf("db after b moved: %v", got)
-	}
-	if len(before) != 2 || before[1] != b {
-		t.Error("a slice handed out before the change changed")
 	}
 	x.update(mk("a", "web"), nil) // the watch's copy of a, not the cached pointer
 	if got := x.slicesByService.get(nsName{"ns", "web"}); got != nil {
