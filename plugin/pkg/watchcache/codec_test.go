@@ -47,7 +47,7 @@ func TestFromTheWire(t *testing.T) {
 	for _, watchList := range []bool{true, false} {
 		t.Run(fmt.Sprintf("WatchListClient %v", watchList), func(t *testing.T) {
 			clientfeaturestesting.SetFeatureDuringTest(t, clientfeatures.WatchListClient, watchList)
-			h := e.acquire(Services | EndpointSlices)
+			h := e.acquire(Services | EndpointSlices | Pods)
 			if s := h.Service(e.ns, "web"); s == nil || s.Kind != ClusterIP || len(s.ClusterIPs) != 1 || s.ClusterIPs[0].String() != svc.Spec.ClusterIP ||
 				len(s.Ports) != 1 || s.Ports[0] != (Port{Name: "http", Protocol: "tcp", Port: 80}) {
 				t.Fatalf("cached service: %+v", s)
@@ -61,14 +61,15 @@ func TestFromTheWire(t *testing.T) {
 				eps[1].Addresses[0].String() != "10.1.0.3" || eps[1].Ready || !eps[1].Terminating {
 				t.Errorf("cached endpoints %+v", eps)
 			}
-			// Listed with a plain LIST whatever the gate says (plainList).
-			for _, k := range []Resources{Services, EndpointSlices} {
+			// Services and slices are listed with a plain LIST whatever the
+			// gate says; pods as the gate says (listerWatcher).
+			for k, want := range map[Resources]int{Services: 1, EndpointSlices: 1, Pods: map[bool]int{true: 0, false: 1}[watchList]} {
 				st := h.informers[k].state
 				st.mu.Lock()
 				n := st.plainLists
 				st.mu.Unlock()
-				if n != 1 {
-					t.Errorf("%s: %d plain lists, want 1", resourceNames[k], n)
+				if n != want {
+					t.Errorf("%s: %d plain lists, want %d", resourceNames[k], n, want)
 				}
 			}
 			h.Release()
