@@ -278,6 +278,7 @@ func (r *shapeRun) timedStarts(ctx context.Context) error {
 				return err
 			}
 			r.sr.FirstAnswer[t.Key] = append(r.sr.FirstAnswer[t.Key], s.syncTime.Seconds())
+			logf("started alone: %s answers completely after %s", t.Key, s.syncTime.Round(time.Millisecond))
 			r.stop(t.Key)
 		}
 	}
@@ -360,8 +361,8 @@ func (r *shapeRun) start(ctx context.Context, t target) error {
 			return err
 		}
 		m := r.sr.Memory[t.Key]
-		logf("%s answers completely %s after start; heap %.1f MiB, RSS %.1f MiB", s, s.syncTime.Round(time.Millisecond),
-			float64(m.HeapInuse)/mib, float64(m.RSS)/mib)
+		logf("%s answers completely %s after start; heap %.1f MiB, RSS %.1f MiB (peak %.1f MiB)", s, s.syncTime.Round(time.Millisecond),
+			float64(m.HeapInuse)/mib, float64(m.RSS)/mib, float64(m.PeakRSS)/mib)
 	}
 	return nil
 }
