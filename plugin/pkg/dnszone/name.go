@@ -56,7 +56,15 @@ type Name struct {
 // ParseName splits rest, the lower-case part of the query name before the
 // zone (no trailing dot; "" for the apex). Anything that is not a
 // well-formed name of the grammar is NameNone.
-func ParseName(rest string) Name {
+func ParseName(rest string) Name { return parseName(rest) }
+
+// parse sets n to what rest names (ParseName). The name is parsed in a
+// frame of its own: lookup's holds only n, not the result too.
+//
+//go:noinline
+func (n *Name) parse(rest string) { *n = parseName(rest) }
+
+func parseName(rest string) Name {
 	if rest == "" {
 		return Name{Kind: NameApex}
 	}

@@ -155,6 +155,15 @@ func (s selection) at(k int) int {
 	return s.lo + k
 }
 
+// family is the selection's IPv4 part when v4, else its IPv6 part.
+func (s selection) family(svc *Facts, v4 bool) selection {
+	four, six := s.split(svc)
+	if v4 {
+		return four
+	}
+	return six
+}
+
 // split is the selection's IPv4 and IPv6 parts.
 func (s selection) split(svc *Facts) (v4, v6 selection) {
 	if s.idx == nil {
@@ -175,16 +184,15 @@ func all(svc *Facts) selection { return selection{lo: 0, hi: len(svc.endpoints)}
 // addrsFor answers A or AAAA (rotated) or ANY from the selection; nil
 // (NODATA) for any other type.
 func (q *Query) addrsFor(svc *Facts, sel selection, ttl uint32) []dns.RR {
-	v4, v6 := sel.split(svc)
+	var turn *atomic.Uint32
 	switch q.Qtype {
-	case dns.TypeA:
-		return q.addrs(svc, v4, &svc.turn, q.Owner, ttl)
-	case dns.TypeAAAA:
-		return q.addrs(svc, v6, &svc.turn, q.Owner, ttl)
+	case dns.TypeA, dns.TypeAAAA:
+		sel, turn = sel.family(svc, q.Qtype == dns.TypeA), &svc.turn
 	case dns.TypeANY:
-		return q.addrs(svc, sel, nil, q.Owner, ttl)
+	default:
+		return nil
 	}
-	return nil
+	return q.addrs(svc, sel, turn, q.Owner, ttl)
 }
 
 // addrs renders the address records of sel owned by owner, starting one
@@ -235,7 +243,8 @@ func addrBlock(svc *Facts, sel selection, start int, owner string, ttl uint32, v
 	if via != "" {
 		lead = 1
 	}
-	b := newBlock(blockShape{rr: lead + n, addr: n, cname: lead})
+	var b block // filled in place: newBlock's result would take a copy's room in this frame
+	b.alloc(&blockShape{rr: lead + n, addr: n, cname: lead})
 	if via != "" {
 		setHdr(&b.cname[0].Hdr, via, dns.TypeCNAME, ttl)
 		b.cname[0].Target = owner
@@ -347,7 +356,8 @@ func (s *srvSet) render(srvs, addrs bool, turn *atomic.Uint32) (answer, extra []
 			text += len("_._.") + len(svc.ports[p].Name) + len(svc.ports[p].Proto) + len(s.svcName)
 		}
 	}
-	b := newBlock(blockShape{rr: nsrv + naddr, addr: naddr, srv: nsrv, text: text})
+	var b block // filled in place (see addrBlock)
+	b.alloc(&blockShape{rr: nsrv + naddr, addr: naddr, srv: nsrv, text: text})
 	answer, extra = b.rr[:nsrv:nsrv], b.rr[nsrv:]
 	start := 0
 	if turn != nil && nsrv > 1 {

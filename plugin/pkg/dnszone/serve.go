@@ -110,35 +110,68 @@ type Result struct {
 var NXDomain = Result{Rcode: dns.RcodeNameError}
 
 // ServeDNS implements plugin.Handler's method for the plugin.
+//
+// The query path keeps its frames small, rare cases in functions of their
+// own: a UDP query runs on a fresh goroutine, whose stack starts at 2 KiB
+// (the runtime's average, when that is more) and is copied each time it
+// doubles. CoreDNS's server and miekg/dns take some 1.5 KiB of it above
+// this plugin, and the request's unpacking has grown it to 4 KiB already:
+// an answer whose deepest frame fits in what is left costs no stack copy
+// (BenchmarkServeUDP in kubeschema shows where one happens).
 func (srv *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	if len(r.Question) != 1 {
 		return plugin.NextOrFailure(srv.Plugin, srv.Next, ctx, w, r)
 	}
-	question := r.Question[0]
-	zi, restLen := srv.ZoneIndex(question.Name)
+	zi, restLen := srv.ZoneIndex(r.Question[0].Name)
+	snap := srv.snap.Load()
+	if zi < 0 || snap == nil {
+		return srv.notOurs(ctx, w, r, zi)
+	}
+	q := &Query{Ctx: ctx, W: w, Req: r, Snap: snap, Zone: zi, Qtype: r.Question[0].Qtype, Owner: r.Question[0].Name}
+	rest := srv.lowerRest(q, restLen)
+	res := srv.lookup(q, rest)
+	if res.Rcode == dns.RcodeNameError && srv.Fall.Through(q.Owner) {
+		return srv.fallthrough_(q, res)
+	}
+	return srv.write(q, res)
+}
+
+// notOurs handles a question of no zone of ours (zi < 0), or one asked
+// before the first snapshot.
+//
+//go:noinline
+func (srv *Server) notOurs(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, zi int) (int, error) {
 	if zi < 0 {
 		if srv.Next == nil {
 			return srv.refuse(w, r)
 		}
 		return plugin.NextOrFailure(srv.Plugin, srv.Next, ctx, w, r)
 	}
-	snap := srv.snap.Load()
-	if snap == nil {
-		srv.Replies.NotSynced.Inc()
-		return dns.RcodeServerFailure, fmt.Errorf("%s: %w", srv.Plugin, ErrNotSynced)
+	srv.Replies.NotSynced.Inc()
+	return dns.RcodeServerFailure, fmt.Errorf("%s: %w", srv.Plugin, ErrNotSynced)
+}
+
+// lowerRest sets q's name in lower case and returns the part of it before
+// the zone, restLen bytes as asked.
+func (srv *Server) lowerRest(q *Query, restLen int) string {
+	q.Lower = strings.ToLower(q.Owner)
+	if len(q.Lower) != len(q.Owner) { // lower-casing changed the length (not ASCII)
+		rest, _ := dnsname.TrimZone(q.Lower, srv.Zones[q.Zone])
+		return rest
 	}
-	lower := strings.ToLower(question.Name)
-	rest := lower[:min(restLen, len(lower))]
-	if len(lower) != len(question.Name) { // lower-casing changed the length (not ASCII)
-		rest, _ = dnsname.TrimZone(lower, srv.Zones[zi])
+	return q.Lower[:min(restLen, len(q.Lower))]
+}
+
+// fallthrough_ passes an NXDOMAIN on to the next plugin, unless its name
+// is the reverse name of an address of an owned range.
+//
+//go:noinline
+func (srv *Server) fallthrough_(q *Query, res Result) (int, error) {
+	if srv.ownsReverse(q) {
+		return srv.write(q, res)
 	}
-	q := &Query{Ctx: ctx, W: w, Req: r, Snap: snap, Zone: zi, Qtype: question.Qtype, Owner: question.Name, Lower: lower}
-	res := srv.lookup(q, rest)
-	if res.Rcode == dns.RcodeNameError && srv.Fall.Through(question.Name) && !srv.ownsReverse(q) {
-		srv.Replies.Fallthrough.Inc()
-		return plugin.NextOrFailure(srv.Plugin, srv.Next, ctx, w, r)
-	}
-	return srv.write(q, res)
+	srv.Replies.Fallthrough.Inc()
+	return plugin.NextOrFailure(srv.Plugin, srv.Next, q.Ctx, q.W, q.Req)
 }
 
 // SetOwnedRanges says which address ranges are the cluster's own: the
@@ -216,7 +249,29 @@ func (srv *Server) lookup(q *Query, rest string) Result {
 	if dnsname.IsReverseZone(srv.Zones[q.Zone]) {
 		return srv.lookupReverse(q, rest)
 	}
-	n := ParseName(rest)
+	var n Name
+	n.parse(rest)
+	switch n.Kind {
+	case NameService, NameHost, NameProto, NamePort, NameZonal:
+		svc := q.Snap.Service(n.Key)
+		if svc == nil || (svc.kind == Headless && len(svc.endpoints) == 0 && n.Kind != NameZonal) {
+			// A headless service without endpoints is kept for its zonal
+			// names alone (NODATA, as stock has them); its other names do
+			// not exist.
+			return NXDomain
+		}
+		return srv.serviceAnswer(q, svc, &n)
+	case NameOther:
+		return srv.other(q, &n)
+	}
+	return srv.special(q, &n)
+}
+
+// special answers the names that are not a service's or the schema's:
+// the apex, dns-version, the NS name, svc and the namespaces.
+//
+//go:noinline
+func (srv *Server) special(q *Query, n *Name) Result {
 	switch n.Kind {
 	case NameApex:
 		return srv.apex(q)
@@ -239,17 +294,6 @@ func (srv *Server) lookup(q *Query, rest string) Result {
 			return NXDomain
 		}
 		return Result{}
-	case NameService, NameHost, NameProto, NamePort, NameZonal:
-		svc := q.Snap.Service(n.Key)
-		if svc == nil || (svc.kind == Headless && len(svc.endpoints) == 0 && n.Kind != NameZonal) {
-			// A headless service without endpoints is kept for its zonal
-			// names alone (NODATA, as stock has them); its other names do
-			// not exist.
-			return NXDomain
-		}
-		return srv.serviceAnswer(q, svc, &n)
-	case NameOther:
-		return srv.other(q, &n)
 	}
 	return NXDomain
 }
@@ -291,7 +335,8 @@ func (srv *Server) lookupReverse(q *Query, rest string) Result {
 	if len(targets) == 1 && text <= len(onePTR{}.name) {
 		return Result{Answer: srv.onePTR(q, targets[0], zone)}
 	}
-	b := newBlock(blockShape{rr: len(targets), ptr: len(targets), text: text})
+	var b block // filled in place (see addrBlock)
+	b.alloc(&blockShape{rr: len(targets), ptr: len(targets), text: text})
 	for i, t := range targets {
 		start := len(b.text)
 		b.text = t.appendName(b.text, zone)
@@ -322,21 +367,30 @@ func (srv *Server) onePTR(q *Query, t ptrName, zone string) []dns.RR {
 
 // serviceAnswer answers a name of an existing service.
 func (srv *Server) serviceAnswer(q *Query, svc *Facts, n *Name) Result {
+	if n.Kind != NameService || svc.kind == Alias || q.Qtype == dns.TypeSRV || q.Qtype == dns.TypeANY {
+		return srv.otherServiceAnswer(q, svc, n)
+	}
+	// The most common answer: the addresses of a service's name.
+	return Result{Answer: q.addrsFor(svc, svc.nameSelection(), srv.TTL)}
+}
+
+// otherServiceAnswer answers the other names of a service and the other
+// types of its name.
+//
+//go:noinline
+func (srv *Server) otherServiceAnswer(q *Query, svc *Facts, n *Name) Result {
 	switch n.Kind {
 	case NameService:
 		if svc.kind == Alias {
 			return srv.aliasAnswer(q, svc)
 		}
 		sel := svc.nameSelection()
-		switch q.Qtype {
-		case dns.TypeSRV:
+		if q.Qtype == dns.TypeSRV {
 			return srv.srvAnswer(q, svc, -1, q.Lower, sel, "")
-		case dns.TypeANY:
-			addrs := q.addrs(svc, sel, nil, q.Owner, srv.TTL)
-			srvs := srv.srvAnswer(q, svc, -1, q.Lower, sel, "")
-			return Result{Answer: append(addrs, srvs.Answer...)}
 		}
-		return Result{Answer: q.addrsFor(svc, sel, srv.TTL)}
+		addrs := q.addrs(svc, sel, nil, q.Owner, srv.TTL) // ANY
+		srvs := srv.srvAnswer(q, svc, -1, q.Lower, sel, "")
+		return Result{Answer: append(addrs, srvs.Answer...)}
 	case NameHost:
 		var buf [4]int // a host name is most often one endpoint's, or two
 		eps := svc.appendHostEndpoints(buf[:0], n.Host)
@@ -421,7 +475,8 @@ func (srv *Server) cname(q *Query, svc *Facts, after []dns.RR) []dns.RR {
 		o.rr[0] = &o.cname
 		return o.rr[:]
 	}
-	b := newBlock(blockShape{rr: 1 + len(after), cname: 1})
+	var b block // filled in place (see addrBlock)
+	b.alloc(&blockShape{rr: 1 + len(after), cname: 1})
 	b.cname[0] = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}
 	b.rr[0] = &b.cname[0]
 	copy(b.rr[1:], after)
