@@ -131,7 +131,7 @@ func (srv *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	rest := srv.lowerRest(q, restLen)
 	res := srv.lookup(q, rest)
 	if res.Rcode == dns.RcodeNameError && srv.Fall.Through(q.Owner) {
-		return srv.fallthrough_(q, res)
+		return srv.passOn(q, res)
 	}
 	return srv.write(q, res)
 }
@@ -162,11 +162,11 @@ func (srv *Server) lowerRest(q *Query, restLen int) string {
 	return q.Lower[:min(restLen, len(q.Lower))]
 }
 
-// fallthrough_ passes an NXDOMAIN on to the next plugin, unless its name
-// is the reverse name of an address of an owned range.
+// passOn passes an NXDOMAIN on to the next plugin (fallthrough), unless
+// its name is the reverse name of an address of an owned range.
 //
 //go:noinline
-func (srv *Server) fallthrough_(q *Query, res Result) (int, error) {
+func (srv *Server) passOn(q *Query, res Result) (int, error) {
 	if srv.ownsReverse(q) {
 		return srv.write(q, res)
 	}

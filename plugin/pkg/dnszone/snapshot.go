@@ -220,7 +220,8 @@ type Edit struct {
 	// What this edit has copied already, by index: service nodes and
 	// shards, PTR nodes, their children and shards.
 	svcNodes, ptrNodes uint16
-	svcCopied, leaves  bitset[[svcShards / 64]uint64]
+	svcCopied          bitset[[svcShards / 64]uint64]
+	leaves             bitset[[fan * fan / 64]uint64]
 	ptrCopied          bitset[[ptrShards / 64]uint64]
 	// copiedPTR lists the PTR shards copied, for Done to trim.
 	copiedPTR []uint16
