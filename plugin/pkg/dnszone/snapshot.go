@@ -219,7 +219,7 @@ type Edit struct {
 	fresh bool
 	// What this edit has copied already, by index: service nodes and
 	// shards, PTR nodes, their children and shards.
-	svcNodes, ptrNodes uint16
+	svcNodes, ptrNodes bitset[[1]uint64]
 	svcCopied          bitset[[svcShards / 64]uint64]
 	leaves             bitset[[fan * fan / 64]uint64]
 	ptrCopied          bitset[[ptrShards / 64]uint64]
@@ -229,7 +229,12 @@ type Edit struct {
 }
 
 // bitset is a set of small integers in an array of words.
-type bitset[W ~[4]uint64 | ~[64]uint64] struct{ w W }
+type bitset[W words] struct{ w W }
+
+// words are the sizes of bitset used.
+type words interface {
+	~[1]uint64 | ~[4]uint64 | ~[64]uint64
+}
 
 func (b *bitset[W]) has(i int) bool { return b.w[i/64]&(1<<(i%64)) != 0 }
 func (b *bitset[W]) add(i int)      { b.w[i/64] |= 1 << (i % 64) }
@@ -295,18 +300,25 @@ func (e *Edit) serviceShard(key string) map[string]*Facts {
 
 // svcNode is node n of the services, the edit's own to change.
 func (e *Edit) svcNode(n int) *svcNode {
-	node := e.s.services[n]
+	return own(&e.s.services[n], e.fresh, &e.svcNodes, n)
+}
+
+// own makes *slot, node n of its level of a tree, the edit's own to
+// change: a new node when there is none, a copy when it is still shared
+// with the published snapshot (n not in copied, not a fresh build).
+func own[N any, W words](slot **N, fresh bool, copied *bitset[W], n int) *N {
+	node := *slot
 	switch {
 	case node == nil:
-		node = new(svcNode)
-	case !e.fresh && e.svcNodes&(1<<n) == 0:
+		node = new(N)
+	case !fresh && !copied.has(n):
 		c := *node
 		node = &c
 	default:
 		return node
 	}
-	e.svcNodes |= 1 << n
-	e.s.services[n] = node
+	copied.add(n)
+	*slot = node
 	return node
 }
 
@@ -379,36 +391,12 @@ func (e *Edit) ptrShard(addr [16]byte) *[]ptrEntry {
 func (e *Edit) leaf(i int) *[]ptrEntry {
 	node := e.ptrNode(i / (fan * fan))
 	j := i / fan // the leaves' index among all
-	l := node[j%fan]
-	switch {
-	case l == nil:
-		l = new(ptrLeaves)
-	case !e.fresh && !e.leaves.has(j):
-		c := *l
-		l = &c
-	default:
-		return &l[i%fan]
-	}
-	e.leaves.add(j)
-	node[j%fan] = l
-	return &l[i%fan]
+	return &own(&node[j%fan], e.fresh, &e.leaves, j)[i%fan]
 }
 
 // ptrNode is node n of the PTR index, the edit's own to change.
 func (e *Edit) ptrNode(n int) *ptrNode {
-	node := e.s.ptr[n]
-	switch {
-	case node == nil:
-		node = new(ptrNode)
-	case !e.fresh && e.ptrNodes&(1<<n) == 0:
-		c := *node
-		node = &c
-	default:
-		return node
-	}
-	e.ptrNodes |= 1 << n
-	e.s.ptr[n] = node
-	return node
+	return own(&e.s.ptr[n], e.fresh, &e.ptrNodes, n)
 }
 
 // AddPTR says that addr has a PTR record of svc (of its first endpoint at
