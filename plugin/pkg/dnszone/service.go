@@ -386,7 +386,7 @@ const hostScan = 32
 // namedPorts keeps the ports that can have SRV records: a name, both
 // labels valid, the first of any repeated name and protocol.
 func namedPorts(ports []SRVPort) []SRVPort {
-	out := make([]SRVPort, 0, len(ports))
+	var out []SRVPort // grown, not sized: unnamed ports (common) are dropped, and a sized slice would keep their room
 	for _, p := range ports {
 		if p.Name == "" || !dnsname.IsLabel(p.Name) || !dnsname.IsLabel(p.Proto) {
 			continue
@@ -395,9 +395,6 @@ func namedPorts(ports []SRVPort) []SRVPort {
 			continue
 		}
 		out = append(out, p)
-	}
-	if len(out) == 0 {
-		return nil
 	}
 	return slices.Clip(out)
 }

@@ -255,10 +255,15 @@ func (s *Snapshot) Edit(serial uint32) *Edit {
 // change any more.
 func (e *Edit) Done() *Snapshot {
 	if e.fresh {
+		// Sorted once, and to measure: no room left by the appends, nor a
+		// shard that removals emptied.
 		for i := range ptrShards {
-			if sh := e.s.ptrLeaf(i); len(sh) > 0 {
+			switch sh := e.s.ptrLeaf(i); {
+			case len(sh) > 0:
 				slices.SortFunc(sh, comparePTR)
-				*e.leaf(i) = slices.Clip(slices.Clone(sh)) // no room left by the appends
+				*e.leaf(i) = slices.Clip(slices.Clone(sh))
+			case sh != nil:
+				*e.leaf(i) = nil
 			}
 		}
 	}
