@@ -82,7 +82,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.churn.writers, "churn-writers", 64, "concurrent writers of the churn (client-go, no client-side rate limit)")
 	fs.IntVar(&cfg.churn.checkRate, "check-rate", 2000, "queries/s the checker sends to each server during the churn")
 	fs.BoolVar(&cfg.rewrite, "rewrite", false, "measure nothing: write benchmarks.md and benchmarks.svg again from OUT/benchmarks.json")
-	fs.StringVar(&cfg.profile, "profile", "", "write profiles to this directory: each Kubernetes target's heap after sync, and its CPU during one more fixed-load run of each test after the rounds (not in the figures)")
+	fs.StringVar(&cfg.profile, "profile", "", "write profiles to this directory: each Kubernetes target's heap after sync, and each target's CPU (the floor's too) during one more fixed-load run of each test after the rounds (not in the figures)")
 	if err := cfg.Parse(fs, args, presets); err != nil {
 		return nil, err
 	}

@@ -635,10 +635,7 @@ func (r *shapeRun) profiles(ctx context.Context, plans []testPlan) error {
 		if pl.name == testSaturated {
 			continue
 		}
-		for _, s := range pl.targets {
-			if !s.kube {
-				continue
-			}
+		for _, s := range pl.targets { // the floor too: what ours costs beyond it
 			path := filepath.Join(r.cfg.profile, fmt.Sprintf("%s-%s-%s.cpu.pprof", r.sr.Shape.Name, pl.name, s.Key))
 			if err := profileRun(ctx, r.cfg, s, pl.spec, path); err != nil {
 				return err
