@@ -3,6 +3,7 @@ package dnszone
 import (
 	"bytes"
 	"maps"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"strings"
@@ -78,6 +79,8 @@ func serviceShard(key string) int {
 	return int(h % svcShards)
 }
 
+// ptrShard is addr's PTR shard: its last byte, and the low bits of the one
+// before (fan × fan × fan shards).
 func ptrShard(addr [16]byte) int { return int(addr[14]&(fan-1))<<8 | int(addr[15]) }
 
 // shardOf is the map of shard i of s; nil when it has no service.
@@ -223,9 +226,7 @@ type Edit struct {
 	svcCopied          bitset[[svcShards / 64]uint64]
 	leaves             bitset[[fan * fan / 64]uint64]
 	ptrCopied          bitset[[ptrShards / 64]uint64]
-	// copiedPTR lists the PTR shards copied, for Done to trim.
-	copiedPTR []uint16
-	nsCopied  bool
+	nsCopied           bool
 }
 
 // bitset is a set of small integers in an array of words.
@@ -238,6 +239,15 @@ type words interface {
 
 func (b *bitset[W]) has(i int) bool { return b.w[i/64]&(1<<(i%64)) != 0 }
 func (b *bitset[W]) add(i int)      { b.w[i/64] |= 1 << (i % 64) }
+
+// each calls fn with every member, in order.
+func (b *bitset[W]) each(fn func(int)) {
+	for k := 0; k < len(b.w); k++ {
+		for w := b.w[k]; w != 0; w &= w - 1 {
+			fn(k*64 + bits.TrailingZeros64(w))
+		}
+	}
+}
 
 // NewEdit starts an empty snapshot with serial.
 func NewEdit(serial uint32) *Edit {
@@ -267,9 +277,7 @@ func (e *Edit) Done() *Snapshot {
 			}
 		}
 	}
-	for _, i := range e.copiedPTR {
-		*e.leaf(int(i)) = trim(e.s.ptrLeaf(int(i)))
-	}
+	e.ptrCopied.each(func(i int) { *e.leaf(i) = trim(e.s.ptrLeaf(i)) })
 	s := e.s
 	e.s = nil
 	return s
@@ -381,7 +389,6 @@ func (e *Edit) ptrShard(addr [16]byte) *[]ptrEntry {
 	sh := e.leaf(i)
 	if !e.fresh && !e.ptrCopied.has(i) {
 		e.ptrCopied.add(i)
-		e.copiedPTR = append(e.copiedPTR, uint16(i))
 		// Room for a few inserts: an append past the copy's capacity
 		// would copy the shard again, and Done a third time to trim it.
 		c := make([]ptrEntry, len(*sh), len(*sh)+ptrSlack)

@@ -111,7 +111,7 @@ func (c *Cache) newInformer(k Resources) *informer {
 	state := newConnState(k)
 	idx := newIndexes(k)
 	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: state.instrument(src.lw),
+		ListerWatcher: listerWatcher{ListWatch: state.instrument(src.lw), plain: src.transform == nil},
 		ObjectType:    src.example,
 		Handler:       c.handler(k, idx),
 		Transform:     src.transform,
@@ -250,10 +250,9 @@ func (s *connState) healthy() bool {
 
 // instrument wraps lw so each call reports its outcome. A successful list
 // after the first one is a relist: after a watch gap (410 Gone) or an
-// outage. The reflector lists Services and EndpointSlices with a plain
-// LIST (listerWatcher), the rest with a watch that streams the initial list
-// (WatchListClient); both count.
-func (s *connState) instrument(lw *cache.ListWatch) listerWatcher {
+// outage. The reflector lists with a plain LIST or with a watch that
+// streams the initial list (listerWatcher); both count.
+func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 	lists := 0
 	listed := func(rv string) {
 		lists++
@@ -262,7 +261,7 @@ func (s *connState) instrument(lw *cache.ListWatch) listerWatcher {
 			log.Infof("%s relisted at resource version %q", resourceNames[s.kind], rv)
 		}
 	}
-	return listerWatcher{ListWatch: &cache.ListWatch{
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			obj, err := lw.ListWithContext(ctx, o)
 			if err == nil {
@@ -288,7 +287,7 @@ func (s *connState) instrument(lw *cache.ListWatch) listerWatcher {
 			s.report("watch", err)
 			return w, err
 		},
-	}, plain: s.kind == Services || s.kind == EndpointSlices}
+	}
 }
 
 // listerWatcher is how client-go's reflector lists: with a plain LIST when
@@ -297,9 +296,9 @@ func (s *connState) instrument(lw *cache.ListWatch) listerWatcher {
 // (WatchListClient, on by default since client-go 0.35), which costs the
 // API server more CPU per object but never holds a whole list.
 //
-// Services and EndpointSlices are listed plain: their lists decode
-// straight into the cached form (wireDecoder), so a LIST costs this
-// process no more memory than the stream. Measured at bench's S2 (10,000
+// A resource its client decodes straight into the cached form (Services
+// and EndpointSlices: wireDecoder; no transform) is listed plain: its LIST
+// costs this process no more memory than the stream. Measured at bench's S2 (10,000
 // headless services, 100,000 endpoints): start to first complete answer
 // alone 0.47–0.66 s streamed, 0.34–0.43 s listed; started at the same
 // moment as stock against one API server 0.90–1.69 s, 0.59–0.77 s; peak
