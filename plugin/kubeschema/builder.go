@@ -10,6 +10,7 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -45,7 +46,7 @@ func newBuilder(k *Kubeschema, h cacheReader) *builder {
 	return &builder{k: k, cache: h}
 }
 
-// Mark records a cache event (changes.Builder): quick, never blocks.
+// Mark records a cache event (kubesource.Builder): quick, never blocks.
 func (b *builder) Mark(ev watchcache.Event) bool {
 	switch ev.Resource {
 	case watchcache.Services, watchcache.EndpointSlices:
@@ -124,7 +125,7 @@ func (b *builder) Apply() {
 		if svc := b.cache.Service(key.Namespace, key.Name); svc != nil {
 			kind = svc.Kind
 		}
-		metrics.ObserveProgrammed(kind, changed)
+		metrics.ObserveProgrammed(string(kind), changed)
 	}
 }
 
@@ -180,7 +181,7 @@ func (b *builder) facts(ns string, svc *watchcache.Service) *dnszone.Facts {
 // buildInput is one service with its served endpoints.
 type buildInput struct {
 	svc       *watchcache.Service
-	endpoints []watchcache.EndpointAddr
+	endpoints []kubesource.EndpointAddr
 	// slices are the service's slices, whose ports are the endpoints': for
 	// a headless service clients connect to these, not to the service
 	// port.
@@ -197,7 +198,7 @@ func (b *builder) input(svc *watchcache.Service) buildInput {
 		return in
 	}
 	slices := b.cache.SlicesForService(svc.Namespace(), svc.Name())
-	in.endpoints = watchcache.ServedEndpoints(slices, svc.PublishNotReady, nil)
+	in.endpoints = kubesource.ServedEndpoints(slices, svc.PublishNotReady, nil)
 	if svc.Kind == watchcache.ClusterIP {
 		return in // only whether any endpoint is ready matters
 	}
@@ -308,7 +309,7 @@ func slicePort(slices []*watchcache.EndpointSlice, p watchcache.Port) (int32, bo
 // explicitHostname is the schema's hostname of an endpoint when the API
 // gives one: its hostname field, else (endpoint_pod_names) its pod's name;
 // "" when it is named by its dashed address.
-func explicitHostname(ep watchcache.EndpointAddr, podNames bool) string {
+func explicitHostname(ep kubesource.EndpointAddr, podNames bool) string {
 	if ep.Hostname == "" && podNames {
 		return ep.PodName
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -164,7 +165,7 @@ func (k *Kubeschema) externalEndpoints(svc *watchcache.Service, n *externalName,
 		portsOf[s.Name()] = portsOrNone(s.Ports)
 	}
 	var out []msg.Service
-	for _, ep := range watchcache.ServedEndpoints(ss, svc.PublishNotReady, nil) {
+	for _, ep := range kubesource.ServedEndpoints(ss, svc.PublishNotReady, nil) {
 		host := cmp.Or(explicitHostname(ep, k.opts.endpointPodNames), dnsname.Dashed(ep.Addr))
 		if n.endpoint != "" && n.endpoint != host {
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
 	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/compress"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/plugin/pkg/stanza"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
@@ -176,13 +177,12 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 
 // start connects to the shared cache (see dnszone.Server.Start).
 func (k *Kubeschema) start() error {
-	h, err := k.Start(changes.Consumer{
-		Config: k.cfg, Resources: k.resources(), StartupTimeout: k.opts.startupTimeout,
-		NewBuilder: func(h *watchcache.Handle) changes.Builder { return newBuilder(k, h) },
-	}, metrics)
+	src := &kubesource.Source{Config: k.cfg, Resources: k.resources(),
+		NewBuilder: func(h *watchcache.Handle) kubesource.Builder { return newBuilder(k, h) }}
+	err := k.Start(changes.Consumer{StartupTimeout: k.opts.startupTimeout, Connect: src.Connect}, metrics)
 	if err != nil {
 		return err
 	}
-	k.data = h
+	k.data = src.Handle
 	return nil
 }

@@ -60,7 +60,7 @@ func newBuilder(m *Multicluster, c cacheReader) *builder {
 	return &builder{m: m, cache: c, ptrs: newPtrIndex(), problems: map[changes.Key][]string{}}
 }
 
-// Mark records a cache event (changes.Builder): quick, never blocks.
+// Mark records a cache event (kubesource.Builder): quick, never blocks.
 func (b *builder) Mark(ev watchcache.Event) bool {
 	switch ev.Resource {
 	case watchcache.ServiceImports, watchcache.EndpointSlices, watchcache.Services:
@@ -166,7 +166,7 @@ func (b *builder) apply() {
 	}
 	b.m.Publish(e.Done())
 	for key, changed := range marks.Keys {
-		metrics.ObserveProgrammed(b.kindOf(old, key), changed)
+		metrics.ObserveProgrammed(string(b.kindOf(old, key)), changed)
 	}
 }
 

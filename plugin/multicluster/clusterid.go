@@ -62,7 +62,7 @@ func (m *Multicluster) watchClusterID() error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	w, err := watchcache.NewClusterIDWatcher(h)
+	w, err := NewClusterIDWatcher(h)
 	if err != nil {
 		h.Release()
 		return plugin.Error(pluginName, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -18,7 +19,7 @@ type importInput struct {
 	imp *watchcache.ServiceImport
 	// endpoints are the served endpoints of a headless import, merged over
 	// the slices of every cluster; Cluster is the cluster ID in lower case.
-	endpoints []watchcache.EndpointAddr
+	endpoints []kubesource.EndpointAddr
 	// slicePorts are the ports of each slice by "<name>/<proto>": headless
 	// clients connect to the endpoints' ports, which may differ by cluster.
 	slicePorts map[string]map[string]int32
@@ -61,8 +62,8 @@ func newInput(imp *watchcache.ServiceImport, slices_ []*watchcache.EndpointSlice
 		}
 		in.slicePorts[s.Name()] = ports
 	}
-	in.endpoints = slices.DeleteFunc(watchcache.ServedEndpoints(usable, false, in.conflicts()),
-		func(ep watchcache.EndpointAddr) bool { return !imp.ServesFamilyOf(ep.Addr) })
+	in.endpoints = slices.DeleteFunc(kubesource.ServedEndpoints(usable, false, in.conflicts()),
+		func(ep kubesource.EndpointAddr) bool { return !imp.ServesFamilyOf(ep.Addr) })
 	return in
 }
 
@@ -85,14 +86,14 @@ func (in *importInput) clusterSetIPs() {
 // conflicts returns the duplicate callback of ServedEndpoints, which notes
 // addresses claimed by two clusters: one line per pair of clusters (with
 // the lowest such address as an example), not one per address.
-func (in *importInput) conflicts() func(kept, dropped watchcache.EndpointAddr) {
+func (in *importInput) conflicts() func(kept, dropped kubesource.EndpointAddr) {
 	type pair struct{ kept, dropped string }
 	type example struct {
 		line int // index in problems
 		addr netip.Addr
 	}
 	seen := map[pair]example{}
-	return func(kept, dropped watchcache.EndpointAddr) {
+	return func(kept, dropped kubesource.EndpointAddr) {
 		if kept.Cluster == dropped.Cluster {
 			return // two slices of one cluster: a migration, not a problem
 		}
@@ -209,7 +210,7 @@ func newGroups(ports []watchcache.Port, slicePorts map[string]map[string]int32, 
 // of is the group of ep, added when new. Past 256 groups (a cluster of
 // many slices whose port numbers all differ) the cluster's first group
 // stands in: the host names stay right, the port numbers may not.
-func (g *groups) of(ep watchcache.EndpointAddr) uint8 {
+func (g *groups) of(ep kubesource.EndpointAddr) uint8 {
 	suffix := "." + ep.Cluster
 	numbers := make([]uint16, len(g.ports))
 	for i, p := range g.ports {
@@ -236,7 +237,7 @@ func (g *groups) of(ep watchcache.EndpointAddr) uint8 {
 // hostname is the specification's hostname of an endpoint: its hostname
 // field, else a unique system-assigned identifier, its address with dashes
 // (as the cluster-local schema names such endpoints).
-func hostname(ep watchcache.EndpointAddr) string {
+func hostname(ep kubesource.EndpointAddr) string {
 	if ep.Hostname != "" {
 		return ep.Hostname
 	}

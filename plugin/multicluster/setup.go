@@ -11,6 +11,7 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/compress"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/plugin/pkg/stanza"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
@@ -121,17 +122,16 @@ func (m *Multicluster) start() error {
 			return err
 		}
 	}
-	_, err := m.Start(changes.Consumer{
-		Config: m.cfg, Resources: watched, StartupTimeout: m.startupTimeout,
-		NewBuilder: func(h *watchcache.Handle) changes.Builder {
+	src := &kubesource.Source{Config: m.cfg, Resources: watched,
+		NewBuilder: func(h *watchcache.Handle) kubesource.Builder {
 			b := newBuilder(m, h)
 			b.clusterID = m.clusterID
 			if m.learnt != nil {
 				m.learnt.attach(b)
 			}
 			return b
-		},
-	}, metrics)
+		}}
+	err := m.Start(changes.Consumer{StartupTimeout: m.startupTimeout, Connect: src.Connect}, metrics)
 	if err != nil {
 		m.Shutdown() // the ClusterProperty watch
 	}

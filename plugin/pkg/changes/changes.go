@@ -1,17 +1,23 @@
-// Package changes is how a change in the API becomes a new snapshot. The
-// path, file by file:
+// Package changes is how a change in a schema's source becomes a new
+// snapshot, whatever the source. The path, file by file:
 //
-//  1. watchcache (informer.go, events.go) stores the lean object an
-//     informer delivers and, unless nothing DNS reads changed
-//     (unchanged.go), sends an Event to every subscribed consumer.
-//  2. The plugin's builder (kubeschema/builder.go, multicluster/builder.go)
-//     turns the Event into marks on its Tracker (this file): the Key of the
-//     service or import to rebuild, with the oldest change time not yet
-//     served. Marking is quick and never blocks the informer.
-//  3. The Consumer's goroutine (consumer.go) wakes, and the builder Takes
-//     the marks, rebuilds those keys into a dnszone.Edit of the published
+//  1. The source notices a change: the watch cache's informers deliver
+//     an Event (package kubesource feeds it to the Kubernetes schemas'
+//     builders), or a poll of a Mesos master finds a new state
+//     (mesosschema).
+//  2. The plugin's builder (kubeschema/builder.go, multicluster/builder.go,
+//     mesosschema/builder.go) turns it into marks, for the Kubernetes
+//     schemas on a Tracker (this file): the Key of the service or import
+//     to rebuild, with the oldest change time not yet served. Marking is
+//     quick and never blocks the source.
+//  3. The Consumer's goroutine (consumer.go) wakes, and the builder
+//     rebuilds what was marked into a dnszone.Edit of the published
 //     snapshot, and publishes the result with the NextSerial (serial.go).
-//     A burst of events costs one rebuild and one swap.
+//     A burst of changes costs one rebuild and one swap.
+//
+// Nothing here knows a source's types: this package, and the serving
+// core that imports it (dnszone), import neither the watch cache nor
+// Kubernetes.
 package changes
 
 import (

@@ -4,26 +4,24 @@ import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/schemadns/schemadns/plugin/pkg/changes"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
-// Start connects the server to the shared cache through c (its Synced and
-// Published are filled in here) and waits up to c.StartupTimeout for the
-// first snapshot; after that, serving starts anyway (with SERVFAIL until
-// the cache syncs) and the reason stays in the log. It returns the handle
-// on the cache, for reads at query time; for the plugin's OnStartup.
-func (srv *Server) Start(c changes.Consumer, m *Metrics) (*watchcache.Handle, error) {
+// Start runs the schema's build loop c (its Synced and Published are filled
+// in here) and waits up to c.StartupTimeout for the first snapshot; after
+// that, serving starts anyway (with SERVFAIL until the source syncs) and
+// the reason stays in the log. For the plugin's OnStartup.
+func (srv *Server) Start(c changes.Consumer, m *Metrics) error {
 	c.Synced, c.Published = m.Synced, srv.Ready
 	started, err := c.Start()
 	if err != nil {
-		return nil, plugin.Error(srv.Plugin, err)
+		return plugin.Error(srv.Plugin, err)
 	}
 	srv.stop = started.Stop
 	if started.Late != nil {
-		clog.NewWithPlugin(srv.Plugin).Warningf("starting to serve before the API server answered (startup_timeout %s): %v",
+		clog.NewWithPlugin(srv.Plugin).Warningf("starting to serve before the source synced (startup_timeout %s): %v",
 			c.StartupTimeout, started.Late)
 	}
-	return started.Handle, nil
+	return nil
 }
 
 // Shutdown ends what Start started; for the plugin's OnShutdown.

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/schemadns/schemadns/plugin/pkg/replies"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
 // Metrics are what each schema plugin exports: coredns_<plugin>_requests_total
@@ -27,8 +26,9 @@ type Metrics struct {
 // per process.
 var programming = promauto.NewHistogramVec(prometheus.HistogramOpts{
 	Namespace: plugin.Namespace, Subsystem: "dns", Name: "programming_duration_seconds",
-	Help: "Time from a change in the API to the new answer being served, by plugin and service kind " +
-		"(the EndpointSlice controller's trigger time when the object has it, else when the watch delivered the change).",
+	Help: "Time from a change in the source to the new answer being served, by plugin and kind of name " +
+		"(Kubernetes: the EndpointSlice controller's trigger time when the object has it, else when the watch delivered the change; " +
+		"Mesos: the task status's timestamp, else when the poll saw the change).",
 	// 1 ms to about 30 s.
 	Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 }, []string{"plugin", "service_kind"})
@@ -47,8 +47,9 @@ func NewMetrics(pluginName string) *Metrics {
 	return &Metrics{plugin: pluginName, Replies: replies.New(requests), Synced: newInstanceGauge(synced)}
 }
 
-// ObserveProgrammed records that a service of kind changed at changed is
-// now served.
-func (m *Metrics) ObserveProgrammed(kind watchcache.ServiceKind, changed time.Time) {
-	programming.WithLabelValues(m.plugin, string(kind)).Observe(time.Since(changed).Seconds())
+// ObserveProgrammed records that a change made at changed to a name of
+// kind (the schema's own word: a Kubernetes service type, "task" for
+// Mesos) is now served.
+func (m *Metrics) ObserveProgrammed(kind string, changed time.Time) {
+	programming.WithLabelValues(m.plugin, kind).Observe(time.Since(changed).Seconds())
 }

@@ -16,6 +16,30 @@ const (
 	soaExpire  = 86400
 )
 
+// SOAFields are a schema's own SOA names and timers (Mesos-DNS's SOAMname,
+// SOARname and the rest). A zero field keeps the default: ns.dns.<zone>
+// (of the first forward zone), hostmaster.<zone>, CoreDNS's timers, and
+// the TTL as the minimum.
+type SOAFields struct {
+	// NS is the nameserver's name, fully qualified: the SOA's MNAME and
+	// the apex's NS record.
+	NS string
+	// Mbox is the SOA's RNAME, fully qualified.
+	Mbox                           string
+	Refresh, Retry, Expire, MinTTL uint32
+}
+
+// timers are the SOA's timers in effect.
+func (f *SOAFields) timers(ttl uint32) (refresh, retry, expire, minTTL uint32) {
+	pick := func(v, def uint32) uint32 {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	return pick(f.Refresh, soaRefresh), pick(f.Retry, soaRetry), pick(f.Expire, soaExpire), pick(f.MinTTL, ttl)
+}
+
 func (q *Query) hdr(name string, rrtype uint16, ttl uint32) dns.RR_Header {
 	return dns.RR_Header{Name: name, Rrtype: rrtype, Class: dns.ClassINET, Ttl: ttl}
 }
@@ -57,16 +81,22 @@ type zoneNames struct{ ns, mbox string }
 func (srv *Server) names(zi int) zoneNames {
 	srv.namesOnce.Do(func() {
 		for _, z := range srv.Zones {
-			ns := srv.nsName(z)
-			srv.zoneNames = append(srv.zoneNames, zoneNames{ns: ns, mbox: "hostmaster." + strings.TrimPrefix(ns, "ns.dns.")})
+			ns, mbox := srv.nsName(z), srv.SOA.Mbox
+			if mbox == "" {
+				mbox = "hostmaster." + strings.TrimPrefix(ns, "ns.dns.")
+			}
+			srv.zoneNames = append(srv.zoneNames, zoneNames{ns: ns, mbox: mbox})
 		}
 	})
 	return srv.zoneNames[zi]
 }
 
-// nsName is the nameserver's name for zone: ns.dns.<zone> of the first
-// forward zone (reverse zones point there too).
+// nsName is the nameserver's name for zone: SOA.NS when set, else
+// ns.dns.<zone> of the first forward zone (reverse zones point there too).
 func (srv *Server) nsName(zone string) string {
+	if srv.SOA.NS != "" {
+		return srv.SOA.NS
+	}
 	if dnsname.IsReverseZone(zone) {
 		zone = srv.forwardZone()
 	}
@@ -76,9 +106,10 @@ func (srv *Server) nsName(zone string) string {
 // soa is the SOA of zone zi at the snapshot's serial.
 func (srv *Server) soa(s *Snapshot, zi int, owner string) dns.SOA {
 	n := srv.names(zi)
+	refresh, retry, expire, minTTL := srv.SOA.timers(srv.TTL)
 	return dns.SOA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: srv.TTL},
 		Ns: n.ns, Mbox: n.mbox, Serial: s.serial,
-		Refresh: soaRefresh, Retry: soaRetry, Expire: soaExpire, Minttl: srv.TTL}
+		Refresh: refresh, Retry: retry, Expire: expire, Minttl: minTTL}
 }
 
 // apex answers the zone apex: SOA, NS (with the nameserver's addresses as
@@ -429,9 +460,12 @@ func (s *srvSet) portOwner(b *block, p, k, nt int) string {
 // Records lists every record of svc under zone, for a transfer: its
 // addresses, each host name's addresses in name order, its SRV records.
 func (srv *Server) Records(svc *Facts, zone string) []dns.RR {
+	if svc.kind == Records {
+		return srv.recordSetRecords(svc, zone)
+	}
 	name := ServiceName(svc, zone)
 	if svc.kind == Alias {
-		return []dns.RR{&dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: srv.TTL}, Target: svc.target}}
+		return []dns.RR{&dns.CNAME{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: srv.TTL}, Target: svc.rare.target}}
 	}
 	out := addrBlock(svc, all(svc), 0, name, srv.TTL, "")
 	if svc.kind == Headless {

@@ -50,6 +50,12 @@ type Server struct {
 	// Zonal serves the zone-scoped names of headless services
 	// (<zone>.pin._zone.<svc>.<ns>.svc.<zone>, and prefer).
 	Zonal bool
+	// Names is the grammar of the forward zones: the Kubernetes services'
+	// (the default) or a record set per name (records.go).
+	Names NameModel
+	// SOA overrides the apex's names and timers; its zero fields keep
+	// the defaults.
+	SOA SOAFields
 
 	snap atomic.Pointer[Snapshot]
 	// owned are the address ranges whose reverse names are answered with
@@ -248,6 +254,9 @@ func (srv *Server) write(q *Query, res Result) (int, error) {
 func (srv *Server) lookup(q *Query, rest string) Result {
 	if dnsname.IsReverseZone(srv.Zones[q.Zone]) {
 		return srv.lookupReverse(q, rest)
+	}
+	if srv.Names == RecordNames {
+		return srv.lookupRecord(q, rest)
 	}
 	var n Name
 	n.parse(rest)
@@ -450,16 +459,16 @@ func (srv *Server) aliasAnswer(q *Query, svc *Facts) Result {
 		return Result{Answer: srv.cname(q, svc, nil)}
 	}
 	var next Result
-	if zi, restLen := srv.ZoneIndex(svc.target); zi >= 0 {
+	if zi, restLen := srv.ZoneIndex(svc.rare.target); zi >= 0 {
 		hop := *q
-		hop.Owner, hop.Lower, hop.depth = svc.target, svc.target, q.depth+1
+		hop.Owner, hop.Lower, hop.depth = svc.rare.target, svc.rare.target, q.depth+1
 		hop.Zone, hop.via, hop.led = zi, q.Owner, false
-		if next = srv.lookup(&hop, svc.target[:restLen]); hop.led {
+		if next = srv.lookup(&hop, svc.rare.target[:restLen]); hop.led {
 			return next
 		}
 	} else {
 		var ok bool
-		if next, ok = srv.Schema.Follow(*q, svc.target); !ok {
+		if next, ok = srv.Schema.Follow(*q, svc.rare.target); !ok {
 			return Result{Answer: srv.cname(q, svc, nil)}
 		}
 	}
@@ -471,13 +480,13 @@ func (srv *Server) aliasAnswer(q *Query, svc *Facts) Result {
 func (srv *Server) cname(q *Query, svc *Facts, after []dns.RR) []dns.RR {
 	if len(after) == 0 {
 		o := new(oneCNAME)
-		o.cname = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}
+		o.cname = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.rare.target}
 		o.rr[0] = &o.cname
 		return o.rr[:]
 	}
 	var b block // filled in place (see addrBlock)
 	b.alloc(&blockShape{rr: 1 + len(after), cname: 1})
-	b.cname[0] = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.target}
+	b.cname[0] = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.rare.target}
 	b.rr[0] = &b.cname[0]
 	copy(b.rr[1:], after)
 	return b.rr
@@ -494,5 +503,11 @@ func (srv *Server) forwardZone() string {
 	return srv.Zones[0]
 }
 
-// ServiceName is the name of svc under zone.
-func ServiceName(svc *Facts, zone string) string { return svc.key + ".svc." + zone }
+// ServiceName is the name of svc under zone: "<svc>.<ns>.svc.<zone>", or a
+// record set's own name.
+func ServiceName(svc *Facts, zone string) string {
+	if svc.kind == Records {
+		return svc.key + "." + zone
+	}
+	return svc.key + ".svc." + zone
+}

@@ -46,6 +46,11 @@ const (
 	Headless
 	// Alias: an ExternalName service, a CNAME to Target.
 	Alias
+	// Records: a name with records of its own, nothing derived: its
+	// addresses and explicit SRV records (NewRecords). The model of
+	// schemas whose names are not services (Mesos), served with the
+	// RecordNames grammar.
+	Records
 )
 
 // Facts is what the answers of one service (or import) are made of. It is
@@ -76,10 +81,20 @@ type Facts struct {
 	// service name needs no map, no sort and no label strings. Headless
 	// only.
 	srvOrder []int
-	// target of an Alias, fully qualified, lower case.
-	target string
+	// rare holds what only some kinds have: an alias's target, a record
+	// set's SRV records. A pointer: services have none, and pay 8 bytes
+	// for it.
+	rare *rareFacts
 	// turn rotates multi-record answers between responses.
 	turn atomic.Uint32
+}
+
+// rareFacts are the facts of the kinds that are not services.
+type rareFacts struct {
+	// target of an Alias, fully qualified, lower case.
+	target string
+	// srvs of a Records name, sorted by target, then port.
+	srvs []SRVRecord
 }
 
 // EndpointFacts describes one address of a service to NewHeadless.
@@ -351,7 +366,7 @@ func (s *Facts) inZone(zone string) selection {
 
 // NewAlias is an ExternalName service: a CNAME to target.
 func NewAlias(key, target string) *Facts {
-	return &Facts{key: key, kind: Alias, target: strings.ToLower(target)}
+	return &Facts{key: key, kind: Alias, rare: &rareFacts{target: strings.ToLower(target)}}
 }
 
 func (s *Facts) setEndpoints(eps []EndpointFacts) {
@@ -404,6 +419,34 @@ func (s *Facts) Key() string { return s.key }
 
 // Namespace is the service's namespace.
 func (s *Facts) Namespace() string { _, ns, _ := strings.Cut(s.key, "."); return ns }
+
+// Target is an alias's target ("" for other kinds).
+func (s *Facts) Target() string {
+	if s.kind != Alias {
+		return ""
+	}
+	return s.rare.target
+}
+
+// eachParent calls fn with each name above the facts' own that exists
+// because of it, an empty non-terminal while any facts are under it: a
+// service's namespace (<ns>.svc.<zone>), each ancestor of a record set's
+// name below the zone ("marathon.slave" and "slave" for
+// "search.marathon.slave").
+func (s *Facts) eachParent(fn func(string)) {
+	if s.kind != Records {
+		fn(s.Namespace())
+		return
+	}
+	for rest := s.key; ; {
+		_, parent, ok := strings.Cut(rest, ".")
+		if !ok {
+			return
+		}
+		fn(parent)
+		rest = parent
+	}
+}
 
 // Kind is how the service is answered.
 func (s *Facts) Kind() Kind { return s.kind }

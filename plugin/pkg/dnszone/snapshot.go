@@ -42,10 +42,12 @@ type Snapshot struct {
 	// services by key "<svc>.<ns>", in shards by serviceShard; only
 	// services that have a name in DNS. A nil node has no service.
 	services [fan]*svcNode
-	// namespaces counts the services of each namespace: <ns>.svc.<zone>
-	// exists (an empty non-terminal) while its count is above zero.
-	namespaces map[string]int32
-	total      int
+	// parents counts the facts under each name that exists only above
+	// them, an empty non-terminal while its count is above zero: a
+	// service's namespace (<ns>.svc.<zone>), a record set's ancestors
+	// (see Facts.eachParent).
+	parents map[string]int32
+	total   int
 	// ptr holds the PTR index in shards by ptrShard; a nil node has no
 	// entry.
 	ptr [fan]*ptrNode
@@ -108,7 +110,10 @@ func (s *Snapshot) Serial() uint32 { return s.serial }
 func (s *Snapshot) Service(key string) *Facts { return s.shardOf(serviceShard(key))[key] }
 
 // HasNamespace tells whether a service of namespace ns has a name.
-func (s *Snapshot) HasNamespace(ns string) bool { return s.namespaces[ns] > 0 }
+func (s *Snapshot) HasNamespace(ns string) bool { return s.parents[ns] > 0 }
+
+// hasParent tells whether a record set's name is below name (RecordNames).
+func (s *Snapshot) hasParent(name string) bool { return s.parents[name] > 0 }
 
 // Len is the number of services with a name.
 func (s *Snapshot) Len() int { return s.total }
@@ -179,7 +184,10 @@ func (s *Snapshot) ptrOwner(e ptrEntry) (_ ptrName, ok bool) {
 
 // appendName appends the target's name under zone to b.
 func (t ptrName) appendName(b []byte, zone string) []byte {
-	if t.svc.kind != Virtual {
+	switch t.svc.kind {
+	case Records:
+		return append(append(append(b, t.svc.key...), '.'), zone...)
+	case Headless:
 		b = append(t.svc.appendPrefix(b, t.ep), '.')
 	}
 	b = append(append(b, t.svc.key...), ".svc."...)
@@ -188,11 +196,13 @@ func (t ptrName) appendName(b []byte, zone string) []byte {
 
 // nameLen is the length of the target's name under zone.
 func (t ptrName) nameLen(zone string) int {
-	n := len(t.svc.key) + len(".svc.") + len(zone)
-	if t.svc.kind != Virtual {
-		n += t.svc.prefixLen(t.ep) + 1
+	switch t.svc.kind {
+	case Records:
+		return len(t.svc.key) + 1 + len(zone)
+	case Headless:
+		return t.svc.prefixLen(t.ep) + 1 + len(t.svc.key) + len(".svc.") + len(zone)
 	}
-	return n
+	return len(t.svc.key) + len(".svc.") + len(zone)
 }
 
 // ptrEndpoint is the service of e and the index of the endpoint its record
@@ -226,7 +236,7 @@ type Edit struct {
 	svcCopied          bitset[[svcShards / 64]uint64]
 	leaves             bitset[[fan * fan / 64]uint64]
 	ptrCopied          bitset[[ptrShards / 64]uint64]
-	nsCopied           bool
+	parentsCopied      bool
 }
 
 // bitset is a set of small integers in an array of words.
@@ -251,7 +261,7 @@ func (b *bitset[W]) each(fn func(int)) {
 
 // NewEdit starts an empty snapshot with serial.
 func NewEdit(serial uint32) *Edit {
-	return &Edit{s: &Snapshot{serial: serial, namespaces: map[string]int32{}}, fresh: true}
+	return &Edit{s: &Snapshot{serial: serial, parents: map[string]int32{}}, fresh: true}
 }
 
 // Edit starts a snapshot that is s with changes, and serial.
@@ -339,16 +349,21 @@ func own[N any, W words](slot **N, fresh bool, copied *bitset[W], n int) *N {
 func (e *Edit) dropShard(i int) {
 	e.svcNode(i / fan)[i%fan] = nil
 }
-func (e *Edit) countNamespace(ns string, delta int32) {
-	if !e.fresh && !e.nsCopied {
-		e.nsCopied = true
-		e.s.namespaces = maps.Clone(e.s.namespaces)
+
+// count counts svc in (delta 1) or out (-1) of the total and of each of
+// its parents' counts.
+func (e *Edit) count(svc *Facts, delta int32) {
+	if !e.fresh && !e.parentsCopied {
+		e.parentsCopied = true
+		e.s.parents = maps.Clone(e.s.parents)
 	}
-	if n := e.s.namespaces[ns] + delta; n > 0 {
-		e.s.namespaces[ns] = n
-	} else {
-		delete(e.s.namespaces, ns)
-	}
+	svc.eachParent(func(p string) {
+		if n := e.s.parents[p] + delta; n > 0 {
+			e.s.parents[p] = n
+		} else {
+			delete(e.s.parents, p)
+		}
+	})
 	e.s.total += int(delta)
 }
 
@@ -358,8 +373,13 @@ func (e *Edit) Put(svc *Facts) (old *Facts) {
 	m := e.serviceShard(svc.key)
 	old = m[svc.key]
 	m[svc.key] = svc
-	if old == nil {
-		e.countNamespace(svc.Namespace(), 1)
+	switch {
+	case old == nil:
+		e.count(svc, 1)
+	case (old.kind == Records) != (svc.kind == Records):
+		// One key, other parents (a namespace, or every ancestor).
+		e.count(old, -1)
+		e.count(svc, 1)
 	}
 	return old
 }
@@ -375,7 +395,7 @@ func (e *Edit) Remove(key string) (old *Facts) {
 	if len(m) == 0 {
 		e.dropShard(serviceShard(key))
 	}
-	e.countNamespace(old.Namespace(), -1)
+	e.count(old, -1)
 	return old
 }
 

@@ -28,8 +28,11 @@ func randomService(rnd *rand.Rand, key string) *Facts {
 	slices.SortFunc(addrs, netip.Addr.Compare)
 	addrs = slices.Compact(addrs)
 	ports := []SRVPort{{Name: "http", Proto: "tcp", Number: 80}}
-	if rnd.IntN(2) == 0 {
+	switch rnd.IntN(5) {
+	case 0, 1:
 		return NewVirtual(key, addrs, ports)
+	case 2:
+		return randomRecords(rnd, key, addrs)
 	}
 	eps := make([]EndpointFacts, len(addrs))
 	for i, a := range addrs {
@@ -53,7 +56,7 @@ func dumpSnapshot(s *Snapshot) string {
 	}
 	s.PTRs("cluster.local.", func(addr netip.Addr, target string) { lines = append(lines, "PTR "+addr.String()+" "+target) })
 	var ns []string
-	for n, c := range s.namespaces {
+	for n, c := range s.parents {
 		ns = append(ns, fmt.Sprintf("ns %s %d", n, c))
 	}
 	slices.Sort(ns)
@@ -70,6 +73,26 @@ func (m model) build() *Snapshot {
 		e.AddPTRs(svc)
 	}
 	return e.Done()
+}
+
+// randomRecords is a record set (the Mesos model) of addrs and a few SRV
+// records, whose addresses have PTR records or not.
+func randomRecords(rnd *rand.Rand, key string, addrs []netip.Addr) *Facts {
+	var srvs []SRVRecord
+	for range rnd.IntN(3) {
+		srvs = append(srvs, SRVRecord{Target: randomKey(rnd), Port: uint16(31000 + rnd.IntN(3)), Weight: 1})
+	}
+	return NewRecords(key, addrs, srvs, rnd.IntN(2) == 0)
+}
+
+// randomKey is one of the keys the model tests change: two or three
+// labels, so that record sets have parents of both depths.
+func randomKey(rnd *rand.Rand) string {
+	key := fmt.Sprintf("svc%d.ns%d", rnd.IntN(30), rnd.IntN(3))
+	if rnd.IntN(3) == 0 {
+		key += ".slave"
+	}
+	return key
 }
 
 // change makes one random change to key in e and m, the way the builders
@@ -112,7 +135,7 @@ func change(rnd *rand.Rand, e *Edit, m model, key string) {
 // host renamed, an endpoint named or unnamed; a random service when svc is
 // nil.
 func mutate(rnd *rand.Rand, key string, svc *Facts) *Facts {
-	if svc == nil || svc.kind == Alias {
+	if svc == nil || svc.kind == Alias || svc.kind == Records {
 		return randomService(rnd, key)
 	}
 	eps := make([]EndpointFacts, len(svc.endpoints))
@@ -164,7 +187,7 @@ func TestEditMatchesFullBuild(t *testing.T) {
 		frozen := dumpSnapshot(cur)
 		e := cur.Edit(cur.serial + 1)
 		for range 1 + rnd.IntN(6) {
-			change(rnd, e, m, fmt.Sprintf("svc%d.ns%d", rnd.IntN(30), rnd.IntN(3)))
+			change(rnd, e, m, randomKey(rnd))
 		}
 		next := e.Done()
 		if got := dumpSnapshot(cur); got != frozen {

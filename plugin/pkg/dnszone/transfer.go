@@ -9,7 +9,8 @@ import (
 // Transfer implements transfer.Transferer: AXFR of a forward zone from the
 // current snapshot. An IXFR with a serial at least ours gets the SOA alone
 // (nothing changed); anything else gets the whole zone: the SOA, the apex
-// records, every service's records in name order, and the SOA again.
+// records, every service's (or record set's) records in name order, and
+// the SOA again.
 func (srv *Server) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	snap := srv.snap.Load()
 	zi := srv.zoneOf(zone)
@@ -27,8 +28,12 @@ func (srv *Server) Transfer(zone string, serial uint32) (<-chan []dns.RR, error)
 		}
 		ns := srv.nsName(zone)
 		ch <- []dns.RR{&dns.NS{Hdr: dns.RR_Header{Name: zone, Rrtype: dns.TypeNS, Class: dns.ClassINET, Ttl: srv.TTL}, Ns: ns}}
-		version := &dns.TXT{Hdr: dns.RR_Header{Name: "dns-version." + zone, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: srv.TTL}, Txt: []string{srv.Version}}
-		ch <- append(srv.nsAddrRecords(ns, true, true), version)
+		if srv.Names == ServiceNames {
+			// The grammar's own names; a record set's nameserver name is a
+			// record set like any other.
+			version := &dns.TXT{Hdr: dns.RR_Header{Name: "dns-version." + zone, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: srv.TTL}, Txt: []string{srv.Version}}
+			ch <- append(srv.nsAddrRecords(ns, true, true), version)
+		}
 		for _, svc := range snap.Services() {
 			ch <- srv.Records(svc, zone)
 		}

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
-	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
 
 var log = clog.NewWithPlugin("watchcache")
@@ -78,16 +77,16 @@ var registry = struct {
 type Cache struct {
 	cfg Config
 	// rc and hc are the one connection every client of the cache uses
-	// (core, mcs, and the ClusterProperty watcher's dynamic and discovery
-	// clients): one HTTP/2 connection, one rate limiter and one in-flight
-	// limit for the apiserver_* options.
+	// (core, the provided ServiceImport list-watch, and multicluster's
+	// ClusterProperty watcher, through Connection): one HTTP/2 connection,
+	// one rate limiter and one in-flight limit for the apiserver_*
+	// options.
 	rc   *rest.Config
 	hc   *http.Client
 	core kubernetes.Interface
 	// wire reads Services and EndpointSlices straight into their cached
 	// form (codec.go).
 	wire wireClients
-	mcs  mcsclient.Interface
 	// probe is the /readyz probe of the connection while any informer
 	// runs (probe.go); guarded by registry's lock.
 	probe      *connProbe
@@ -109,6 +108,11 @@ type Handle struct {
 	resources Resources
 	released  sync.Once
 }
+
+// Connection is the cache's one API connection, for clients of a schema's
+// own (multicluster's ClusterProperty watch) that must share its HTTP/2
+// connection and its apiserver_* limits. Keep the handle while they run.
+func (h *Handle) Connection() (*rest.Config, *http.Client) { return h.rc, h.hc }
 
 // Acquire returns a Handle on the cache for cfg, creating it on first use,
 // and makes sure the resources in resources are watched.
@@ -187,11 +191,7 @@ func newCache(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	mcs, err := mcsclient.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		return nil, fmt.Errorf("create MCS API client: %w", err)
-	}
-	return &Cache{cfg: cfg, rc: rc, hc: hc, core: core, wire: wire, mcs: mcs, probeEvery: probeInterval, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
+	return &Cache{cfg: cfg, rc: rc, hc: hc, core: core, wire: wire, probeEvery: probeInterval, informers: map[Resources]*informer{}, subs: map[int]func(Event){}}, nil
 }
 
 // protobuf asks for the API's protobuf encoding, which built-in types

@@ -1,7 +1,6 @@
 package watchcache
 
 import (
-	"context"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -80,10 +80,11 @@ func startCountingProxy(t *testing.T, rc *rest.Config) (*countingProxy, string) 
 	return p, path
 }
 
-// TestOneConnectionOneProbe: every informer of a cache and the
-// ClusterProperty watcher on a handle of it share one connection (so the
-// apiserver_* limits hold for all of them), and /readyz is asked once per
-// probe interval for the connection, not once per informer.
+// TestOneConnectionOneProbe: every informer of a cache and a client made
+// from its Connection (as multicluster's ClusterProperty watcher is) share
+// one connection (so the apiserver_* limits hold for all of them), and
+// /readyz is asked once per probe interval for the connection, not once
+// per informer.
 func TestOneConnectionOneProbe(t *testing.T) {
 	e := newEnv(t, "oneconn")
 	proxy, kubeconfig := startCountingProxy(t, e.cl.RESTConfig())
@@ -99,15 +100,13 @@ func TestOneConnectionOneProbe(t *testing.T) {
 	if err := h.WaitForSync(e.ctx, all); err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewClusterIDWatcher(h)
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(h.Connection())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx, func(string) {}) }()
-	defer func() { cancel(); <-done }()
-	<-w.FirstLook()
+	if _, err := disco.ServerVersion(); err != nil {
+		t.Fatalf("a client on the cache's connection: %v", err)
+	}
 
 	_, before := proxy.counts()
 	start := time.Now()
@@ -119,7 +118,7 @@ func TestOneConnectionOneProbe(t *testing.T) {
 	elapsed := time.Since(start)
 	probes := after - before
 	intervals := int(elapsed/probeInterval) + 1
-	t.Logf("%d /readyz requests in %s (%d intervals of %s), %d connection(s), 5 informers and the watcher", probes, elapsed.Round(time.Millisecond), intervals, probeInterval, conns)
+	t.Logf("%d /readyz requests in %s (%d intervals of %s), %d connection(s), 5 informers and a client on Connection", probes, elapsed.Round(time.Millisecond), intervals, probeInterval, conns)
 	if probes < 5 {
 		t.Fatalf("%d /readyz requests in %s: the probe does not run", probes, elapsed)
 	}
@@ -127,6 +126,6 @@ func TestOneConnectionOneProbe(t *testing.T) {
 		t.Errorf("%d /readyz requests in %d probe intervals: more than one probe per interval for one connection", probes, intervals)
 	}
 	if conns != 1 {
-		t.Errorf("the informers and the ClusterProperty watcher used %d connections, want 1", conns)
+		t.Errorf("the informers and the client on Connection used %d connections, want 1", conns)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
 
 // BenchmarkStoreHeap reports the heap the informer stores take, objects
@@ -25,8 +24,7 @@ func BenchmarkStoreHeap(b *testing.B) {
 	const services, perService, pods = 10000, 10, 20000
 	rc := &rest.Config{Host: "http://127.0.0.1:1"} // never dialled: the stores are filled by hand
 	core, _ := kubernetes.NewForConfig(rc)
-	mcs, _ := mcsclient.NewForConfig(rc)
-	c := &Cache{core: core, mcs: mcs}
+	c := &Cache{core: core}
 	for b.Loop() {
 		var total float64
 		for _, k := range []Resources{Services, EndpointSlices, Pods} {

@@ -60,8 +60,8 @@ func (c *Cache) listingOf(k Resources) listing {
 	case ServiceCIDRs:
 		return listing{cache.NewFilteredListWatchFromClient(c.core.NetworkingV1().RESTClient(), "servicecidrs", metav1.NamespaceAll, all),
 			&networkingv1.ServiceCIDR{}, toServiceCIDR}
-	default:
-		return c.importSource()
+	default: // ServiceImports: their version is multicluster's to choose
+		return c.providedListing(k)
 	}
 }
 

@@ -1,4 +1,4 @@
-package watchcache
+package multicluster
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,10 +16,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 )
-
-// clusterIDProperty is the ClusterProperty (KEP-2149, about.k8s.io) whose
-// spec.value is this cluster's ID.
-const clusterIDProperty = "id.k8s.io"
 
 // clusterProperties is where ClusterProperties are served. There is no
 // typed client in the module's dependencies: the dynamic client reads the
@@ -53,12 +50,13 @@ type ClusterIDWatcher struct {
 // NewClusterIDWatcher makes a watcher over h's connection: the same
 // HTTP/2 connection, rate limiter and in-flight limit as the cache's
 // informers (the apiserver_* options). Keep h until the watcher stops.
-func NewClusterIDWatcher(h *Handle) (*ClusterIDWatcher, error) {
-	dyn, err := dynamic.NewForConfigAndClient(h.rc, h.hc)
+func NewClusterIDWatcher(h *watchcache.Handle) (*ClusterIDWatcher, error) {
+	rc, hc := h.Connection()
+	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("create dynamic client: %w", err)
 	}
-	disco, err := discovery.NewDiscoveryClientForConfigAndClient(h.rc, h.hc)
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("create discovery client: %w", err)
 	}

@@ -1,9 +1,12 @@
-package watchcache
+package multicluster
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"sync"
 
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,6 +16,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
+
+// The ServiceImport version read is multicluster's choice, not the
+// cache's: the cache lists and watches ServiceImports with the list-watch
+// this file provides, and converts either version.
+func init() { watchcache.Provide(watchcache.ServiceImports, importListWatch) }
+
+// importGroup is the API group of ServiceImports.
+const importGroup = "multicluster.x-k8s.io"
 
 // The ServiceImport versions the cache can read, preferred first: MCS
 // installs serve v1beta1, v1alpha1 or both (mcs-api v0.5 stores v1beta1).
@@ -31,12 +42,16 @@ type importVersion struct {
 	current string // "" until discovery has found one
 }
 
-// importSource lists and watches ServiceImports in the version discovery
-// finds. The informer is given no example object: its objects are of
-// either version's type, and the transform converts both.
-func (c *Cache) importSource() listing {
-	v := &importVersion{mcs: c.mcs, disco: c.mcs.Discovery()}
-	lw := &cache.ListWatch{
+// importListWatch lists and watches ServiceImports, for the shared cache
+// (watchcache.Provide), in the version discovery finds, over the cache's
+// connection. The cache converts both versions' objects.
+func importListWatch(rc *rest.Config, hc *http.Client) (*cache.ListWatch, error) {
+	mcs, err := mcsclient.NewForConfigAndClient(rc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("create MCS API client: %w", err)
+	}
+	v := &importVersion{mcs: mcs, disco: mcs.Discovery()}
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return v.listWatch(true).ListWithContext(ctx, o)
 		},
@@ -46,8 +61,7 @@ func (c *Cache) importSource() listing {
 			fresh := o.SendInitialEvents != nil && *o.SendInitialEvents
 			return v.listWatch(fresh).WatchWithContext(ctx, o)
 		},
-	}
-	return listing{lw: lw, transform: toServiceImport}
+	}, nil
 }
 
 // listWatch returns the list-watch of the version to use; fresh asks
@@ -78,9 +92,9 @@ func (v *importVersion) choose(fresh bool) string {
 	case found == "":
 		return v.current
 	case found != v.current && v.current == "":
-		log.Infof("serviceimports: reading %s/%s", resourceGroups[ServiceImports], found)
+		log.Infof("serviceimports: reading %s/%s", importGroup, found)
 	case found != v.current:
-		log.Infof("serviceimports: the API server no longer serves %s; reading %s/%s", v.current, resourceGroups[ServiceImports], found)
+		log.Infof("serviceimports: the API server no longer serves %s; reading %s/%s", v.current, importGroup, found)
 	}
 	v.current = found
 	return found
@@ -90,7 +104,7 @@ func (v *importVersion) choose(fresh bool) string {
 // API server serves, "" when it serves none or cannot be asked.
 func (v *importVersion) discover() string {
 	for _, version := range importVersions {
-		list, err := v.disco.ServerResourcesForGroupVersion(resourceGroups[ServiceImports] + "/" + version)
+		list, err := v.disco.ServerResourcesForGroupVersion(importGroup + "/" + version)
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -98,7 +112,7 @@ func (v *importVersion) discover() string {
 			log.Debugf("serviceimports: discovery of %s: %v", version, err)
 			return ""
 		}
-		if hasResource(list, resourceNames[ServiceImports]) {
+		if hasResource(list, "serviceimports") {
 			return version
 		}
 	}

@@ -1,4 +1,4 @@
-package watchcache
+package multicluster
 
 import (
 	"bytes"
@@ -11,12 +11,54 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/test/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"k8s.io/client-go/kubernetes"
 )
+
+// The ClusterProperty watcher's tests read a real API server: one for the
+// package, with the ClusterProperty CRD. (The rest of the package's tests
+// need none.)
+func TestMain(m *testing.M) { kubeapi.ForTest(m, kubeapi.Options{ClusterProperties: true}) }
+
+// settle bounds how long the watcher may take to see a change.
+const settle = 30 * time.Second
+
+// apiEnv is a namespace of its own on the shared API server.
+type apiEnv struct {
+	ctx  context.Context
+	cl   *kubeapi.Cluster
+	kube kubernetes.Interface
+	ns   string
+	cfg  watchcache.Config
+}
+
+func newAPIEnv(t *testing.T, prefix string) *apiEnv {
+	t.Helper()
+	cl := kubeapi.Shared(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	t.Cleanup(cancel)
+	ns, err := cl.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	return &apiEnv{ctx: ctx, cl: cl, kube: cl.Client(), ns: ns.Name, cfg: watchcache.Config{Kubeconfig: cl.Kubeconfig}}
+}
+
+// eventually polls cond until it holds, or fails the test after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool, describe func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s; last seen: %s", timeout, what, describe())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // idLog collects the values a ClusterIDWatcher reports.
 type idLog struct {
@@ -34,16 +76,16 @@ func (l *idLog) String() string {
 
 // runWatcher runs a ClusterIDWatcher for cfg until the test ends, and
 // waits for its first look.
-func runWatcher(t *testing.T, cfg Config) *idLog {
+func runWatcher(t *testing.T, cfg watchcache.Config) *idLog {
 	t.Helper()
 	_, ids := startWatcher(t, cfg)
 	return ids
 }
 
 // startWatcher is runWatcher that also returns the watcher.
-func startWatcher(t *testing.T, cfg Config) (*ClusterIDWatcher, *idLog) {
+func startWatcher(t *testing.T, cfg watchcache.Config) (*ClusterIDWatcher, *idLog) {
 	t.Helper()
-	h, err := Acquire(cfg, 0)
+	h, err := watchcache.Acquire(cfg, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +111,7 @@ func startWatcher(t *testing.T, cfg Config) (*ClusterIDWatcher, *idLog) {
 // TestClusterIDWatcher follows the id.k8s.io ClusterProperty through its
 // creation, a change and its deletion; other properties do not count.
 func TestClusterIDWatcher(t *testing.T) {
-	e := newEnv(t, "wc-clusterid")
+	e := newAPIEnv(t, "mc-clusterid")
 	api := e.cl.Dynamic().Resource(kubeapi.ClusterProperties)
 	property := func(name, value string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "about.k8s.io/v1alpha1", "kind": "ClusterProperty",
@@ -109,7 +151,7 @@ func TestClusterIDWatcherForbidden(t *testing.T) {
 	var buf syncBuffer
 	golog.SetOutput(&buf)
 	t.Cleanup(func() { golog.SetOutput(os.Stderr) })
-	e := newEnv(t, "wc-clusterid-rbac")
+	e := newAPIEnv(t, "mc-clusterid-rbac")
 	if _, err := e.kube.CoreV1().ServiceAccounts(e.ns).Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "dns"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +163,7 @@ func TestClusterIDWatcherForbidden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, ids := startWatcher(t, Config{Kubeconfig: kubeconfig})
+	w, ids := startWatcher(t, watchcache.Config{Kubeconfig: kubeconfig})
 	const warning = "cannot read the id.k8s.io ClusterProperty"
 	eventually(t, settle, "a warning", func() bool { return strings.Contains(buf.String(), warning) }, buf.String)
 	eventually(t, settle, "four failed calls", func() bool { return w.failures.Load() >= 4 },
