@@ -9,7 +9,6 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
-	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/stanza"
 )
@@ -104,7 +103,7 @@ func (e *External) parseOption(c *caddy.Controller) error {
 		}
 		e.apex = apex
 	case "ttl":
-		ttl, err := cacheopts.ParseTTL(c, args)
+		ttl, err := stanza.ParseTTL(c, args)
 		if err != nil {
 			return err
 		}

@@ -132,7 +132,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 		k.opts.endpointPodNames = true
 		k.cfg.EndpointPodNames = true
 	case "ttl":
-		ttl, err := cacheopts.ParseTTL(c, args)
+		ttl, err := stanza.ParseTTL(c, args)
 		if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 	case "fallthrough":
 		k.Fall.SetZonesFromArgs(args)
 	case "startup_timeout":
-		d, err := cacheopts.ParseStartupTimeout(c, args)
+		d, err := stanza.ParseStartupTimeout(c, args)
 		if err != nil {
 			return err
 		}

@@ -84,7 +84,7 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 	}
 	switch opt {
 	case "ttl":
-		ttl, err := cacheopts.ParseTTL(c, args)
+		ttl, err := stanza.ParseTTL(c, args)
 		if err != nil {
 			return err
 		}
@@ -92,7 +92,7 @@ func (m *Multicluster) parseOption(c *caddy.Controller) error {
 	case "fallthrough":
 		m.Fall.SetZonesFromArgs(args)
 	case "startup_timeout":
-		d, err := cacheopts.ParseStartupTimeout(c, args)
+		d, err := stanza.ParseStartupTimeout(c, args)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"time"
 
 	"github.com/coredns/caddy"
 
@@ -159,31 +158,4 @@ func takeLimit[T float32 | int](opt string, have *T, by *string, value T, plugin
 		return conflict(opt, *by, *have, value)
 	}
 	return nil
-}
-
-// MaxTTL is the largest ttl the cache's plugins accept, in seconds.
-const MaxTTL = 3600
-
-// ParseTTL parses the argument of `ttl SECONDS`: 0 to MaxTTL.
-func ParseTTL(c *caddy.Controller, args []string) (uint32, error) {
-	if len(args) != 1 {
-		return 0, c.ArgErr()
-	}
-	ttl, err := strconv.Atoi(args[0])
-	if err != nil || ttl < 0 || ttl > MaxTTL {
-		return 0, c.Errf("ttl must be a whole number of seconds from 0 to %d, got %q", MaxTTL, args[0])
-	}
-	return uint32(ttl), nil
-}
-
-// ParseStartupTimeout parses the argument of `startup_timeout DURATION`.
-func ParseStartupTimeout(c *caddy.Controller, args []string) (time.Duration, error) {
-	if len(args) != 1 {
-		return 0, c.ArgErr()
-	}
-	d, err := time.ParseDuration(args[0])
-	if err != nil || d < 0 {
-		return 0, c.Errf("startup_timeout: %q is not a duration", args[0])
-	}
-	return d, nil
 }

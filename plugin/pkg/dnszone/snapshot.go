@@ -130,6 +130,16 @@ func (s *Snapshot) Services() []*Facts {
 	return out
 }
 
+// Each calls fn with every service (or record set), in no order: a walk
+// without the list and the sort of Services.
+func (s *Snapshot) Each(fn func(*Facts)) {
+	for i := range svcShards {
+		for _, svc := range s.shardOf(i) {
+			fn(svc)
+		}
+	}
+}
+
 // ptrOf returns the PTR entries of addr.
 func (s *Snapshot) ptrOf(addr netip.Addr) []ptrEntry {
 	a := addr.As16()
@@ -152,6 +162,16 @@ func (s *Snapshot) PTRs(zone string, fn func(addr netip.Addr, target string)) {
 			}
 		}
 	}
+}
+
+// PTREntries counts the entries of the PTR index, each service's of an
+// address one: a test's check that edits leave none behind.
+func (s *Snapshot) PTREntries() int {
+	n := 0
+	for i := range ptrShards {
+		n += len(s.ptrLeaf(i))
+	}
+	return n
 }
 
 func addrOf(a [16]byte) netip.Addr { return netip.AddrFrom16(a).Unmap() }
