@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/schemadns/schemadns/test/childproc"
 )
 
 // errStopped means the cluster was stopped for good by Stop.
@@ -31,7 +33,7 @@ const (
 // prepareAPIServer writes the keys and token file and fixes the command line,
 // port included, that every start of kube-apiserver uses.
 func (c *Cluster) prepareAPIServer(bin, etcdURL string) error {
-	port, err := freePort()
+	port, err := childproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -83,10 +85,10 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	if c.stopped {
 		return errStopped
 	}
-	if c.apiserver != nil && c.apiserver.exited() == nil {
+	if c.apiserver != nil && c.apiserver.Exited() == nil {
 		return nil
 	}
-	p, err := startProcess("kube-apiserver", c.apiArgs[0], c.apiArgs[1:], c.log)
+	p, err := childproc.Start("kube-apiserver", c.apiArgs[0], c.apiArgs[1:], c.log)
 	if err != nil {
 		return err
 	}
@@ -102,7 +104,7 @@ func (c *Cluster) StopAPIServer() error {
 	if c.stopped {
 		return errStopped
 	}
-	c.apiserver.kill()
+	c.apiserver.Kill()
 	return nil
 }
 
@@ -114,7 +116,7 @@ func (c *Cluster) waitAPIServer(ctx context.Context) error {
 	var client *http.Client
 	last := "no answer yet"
 	for {
-		if err := c.apiserver.exited(); err != nil {
+		if err := c.apiserver.Exited(); err != nil {
 			return c.apiServerError(err, last)
 		}
 		var err error
@@ -136,7 +138,7 @@ func (c *Cluster) waitAPIServer(ctx context.Context) error {
 
 // apiServerError adds the last /readyz answer and the log's tail to err.
 func (c *Cluster) apiServerError(err error, last string) error {
-	return fmt.Errorf("%w (last /readyz: %s); last lines of its log:\n%s", err, last, c.apiserver.tail())
+	return fmt.Errorf("%w (last /readyz: %s); last lines of its log:\n%s", err, last, c.apiserver.Tail())
 }
 
 // readyzClient returns client, or makes one once the serving CA exists; nil

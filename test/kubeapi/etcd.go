@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/schemadns/schemadns/test/childproc"
 )
 
 // startEtcd starts a single-member etcd on loopback and returns its client
 // URL once it reports healthy.
 func (c *Cluster) startEtcd(ctx context.Context, bin string) (string, error) {
-	ports, err := freePorts(2)
+	ports, err := childproc.FreePorts(2)
 	if err != nil {
 		return "", err
 	}
@@ -32,7 +34,7 @@ func (c *Cluster) startEtcd(ctx context.Context, bin string) (string, error) {
 		"--log-level=warn",
 	}
 	c.mu.Lock()
-	c.etcd, err = startProcess("etcd", bin, args, c.log)
+	c.etcd, err = childproc.Start("etcd", bin, args, c.log)
 	c.mu.Unlock()
 	if err != nil {
 		return "", err
@@ -48,8 +50,8 @@ func (c *Cluster) waitEtcd(ctx context.Context, clientURL string) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	last := "no answer yet"
 	for {
-		if err := c.etcd.exited(); err != nil {
-			return fmt.Errorf("%w; last lines of its log:\n%s", err, c.etcd.tail())
+		if err := c.etcd.Exited(); err != nil {
+			return fmt.Errorf("%w; last lines of its log:\n%s", err, c.etcd.Tail())
 		}
 		body, err := get(ctx, client, clientURL+"/health")
 		if err == nil && strings.Contains(body, `"health":"true"`) {
@@ -57,7 +59,7 @@ func (c *Cluster) waitEtcd(ctx context.Context, clientURL string) error {
 		}
 		last = describe(body, err)
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return fmt.Errorf("etcd not healthy (%s): %w; last lines of its log:\n%s", last, err, c.etcd.tail())
+			return fmt.Errorf("etcd not healthy (%s): %w; last lines of its log:\n%s", last, err, c.etcd.Tail())
 		}
 	}
 }

@@ -40,6 +40,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/schemadns/schemadns/test/childproc"
 )
 
 // Options configure Start. The zero value is ready to use.
@@ -105,7 +107,7 @@ type Cluster struct {
 	opts       Options
 	ownWorkDir bool                   // Stop removes WorkDir only if Start made it
 	logFile    *os.File               // the default log, closed by Stop
-	log        *logSink               // both processes write here
+	log        *childproc.Sink        // both processes write here
 	apiArgs    []string               // kept so StartAPIServer restarts it identically
 	adminToken string                 // in the token file; the kubeconfig carries it
 	caData     []byte                 // PEM of the CA that signed the serving cert
@@ -113,8 +115,8 @@ type Cluster struct {
 	dynamic    *dynamic.DynamicClient // admin, for the CRDs' types
 
 	mu        sync.Mutex // guards the processes against concurrent Stop/Start
-	etcd      *process
-	apiserver *process
+	etcd      *childproc.Process
+	apiserver *childproc.Process
 	stopped   bool
 }
 
@@ -166,7 +168,7 @@ func (c *Cluster) openLog() error {
 		}
 		c.logFile, w = f, f
 	}
-	c.log = &logSink{w: w}
+	c.log = childproc.NewSink(w)
 	return nil
 }
 
@@ -246,8 +248,8 @@ func (c *Cluster) Stop() error {
 	}
 	c.stopped = true
 	// The API server first, so it does not log a storm of etcd errors.
-	c.apiserver.kill()
-	c.etcd.kill()
+	c.apiserver.Kill()
+	c.etcd.Kill()
 	var errs []error
 	if c.logFile != nil {
 		errs = append(errs, c.logFile.Close())

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/schemadns/schemadns/test/childproc"
 )
 
 // tool is a binary that hack/tools.sh builds from the module hack/tools/<name>,
@@ -124,9 +126,9 @@ func runToolsScript(ctx context.Context, root, dir string) error {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	// Cancelling must stop the go build under the script too, and let the
 	// script remove its build directory before it is killed for good.
-	cmd.SysProcAttr = childAttr()
+	cmd.SysProcAttr = childproc.Attr()
 	cmd.Cancel = func() error {
-		terminateGroup(cmd.Process.Pid)
+		childproc.TerminateGroup(cmd.Process.Pid)
 		return nil
 	}
 	cmd.WaitDelay = 10 * time.Second

@@ -1,4 +1,9 @@
-package kubeapi
+// Package childproc runs the real servers that integration tests start
+// (etcd, kube-apiserver, ZooKeeper): each in its own process group that dies
+// with the test binary, its output split into lines, prefixed with its name
+// into a log shared with its siblings, and its last lines kept for error
+// messages.
+package childproc
 
 import (
 	"bytes"
@@ -9,8 +14,8 @@ import (
 	"sync"
 )
 
-// process is one running child: etcd or kube-apiserver.
-type process struct {
+// Process is one running child.
+type Process struct {
 	name string
 	cmd  *exec.Cmd
 	out  *lineWriter
@@ -18,14 +23,14 @@ type process struct {
 	err  error         // how it exited; read only after done is closed
 }
 
-// startProcess starts bin in its own process group (so kill reaches anything
-// it forks) with its output prefixed by name into sink.
-func startProcess(name, bin string, args []string, sink *logSink) (*process, error) {
-	p := &process{name: name, done: make(chan struct{})}
+// Start starts bin in its own process group (so Kill reaches anything it
+// forks) with its output prefixed by name into sink.
+func Start(name, bin string, args []string, sink *Sink) (*Process, error) {
+	p := &Process{name: name, done: make(chan struct{})}
 	p.out = &lineWriter{sink: sink, prefix: name + ": "}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.SysProcAttr = childAttr()
+	p.cmd.SysProcAttr = Attr()
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -34,14 +39,14 @@ func startProcess(name, bin string, args []string, sink *logSink) (*process, err
 }
 
 // wait reaps the process and records how it ended.
-func (p *process) wait() {
+func (p *Process) wait() {
 	p.err = p.cmd.Wait()
 	p.out.flush()
 	close(p.done)
 }
 
-// exited reports the exit error, or nil while the process runs.
-func (p *process) exited() error {
+// Exited reports the exit error, or nil while the process runs.
+func (p *Process) Exited() error {
 	select {
 	case <-p.done:
 		if p.err == nil {
@@ -53,29 +58,32 @@ func (p *process) exited() error {
 	}
 }
 
-// kill kills the process group at once and waits for the exit. An abrupt
+// Kill kills the process group at once and waits for the exit. An abrupt
 // kill is what tests of an outage want, and the data it could lose lives in a
-// directory about to be removed. A nil process is already gone.
-func (p *process) kill() {
+// directory about to be removed. A nil Process is already gone.
+func (p *Process) Kill() {
 	if p == nil {
 		return
 	}
-	killGroup(p.cmd.Process.Pid)
+	KillGroup(p.cmd.Process.Pid)
 	<-p.done
 }
 
-// tail returns the last lines the process wrote, for error messages.
-func (p *process) tail() string { return p.out.tail() }
+// Tail returns the last lines the process wrote, for error messages.
+func (p *Process) Tail() string { return p.out.tail() }
 
-// logSink serialises whole lines from both processes into one writer.
-type logSink struct {
+// Sink serialises whole lines from several processes into one writer.
+type Sink struct {
 	mu sync.Mutex
 	w  io.Writer
 }
 
+// NewSink returns a Sink that writes to w.
+func NewSink(w io.Writer) *Sink { return &Sink{w: w} }
+
 // writeLine writes one line; errors are dropped because a failing log must
-// not stop the cluster.
-func (s *logSink) writeLine(line []byte) {
+// not stop the servers.
+func (s *Sink) writeLine(line []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, _ = s.w.Write(line)
@@ -87,7 +95,7 @@ const tailLines = 30
 // lineWriter splits a process's output into lines, prefixes them for the
 // shared log and keeps the last tailLines of them.
 type lineWriter struct {
-	sink    *logSink
+	sink    *Sink
 	prefix  string
 	mu      sync.Mutex // exec copies stdout and stderr in two goroutines
 	partial []byte     // an unfinished last line

@@ -1,4 +1,4 @@
-package kubeapi
+package childproc
 
 import (
 	"fmt"
@@ -9,18 +9,18 @@ import (
 )
 
 // Ports are picked below Linux's ephemeral range (32768 and up), so that an
-// outgoing connection cannot take the API server's port while it is stopped
-// for an outage and block its restart on the same port.
+// outgoing connection cannot take a server's port while it is stopped for an
+// outage and block its restart on the same port.
 const (
 	portLow      = 20000
 	portHigh     = 32000
 	portAttempts = 100
 )
 
-// freePort returns a port on 127.0.0.1 that nothing listens on now. Another
+// FreePort returns a port on 127.0.0.1 that nothing listens on now. Another
 // process could take it before ours binds it; with random picks from a range
 // the kernel does not hand out itself, that takes a rare collision.
-func freePort() (int, error) {
+func FreePort() (int, error) {
 	for range portAttempts {
 		port := portLow + rand.IntN(portHigh-portLow)
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
@@ -31,11 +31,11 @@ func freePort() (int, error) {
 	return 0, fmt.Errorf("no free port on 127.0.0.1 in [%d, %d) after %d attempts", portLow, portHigh, portAttempts)
 }
 
-// freePorts returns n distinct free ports.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct free ports.
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for len(ports) < n {
-		p, err := freePort()
+		p, err := FreePort()
 		if err != nil {
 			return nil, err
 		}

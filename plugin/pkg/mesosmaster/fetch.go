@@ -1,0 +1,246 @@
+package mesosmaster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+const (
+	// statePath is the master's state endpoint (Mesos 0.25 and later; the
+	// older /master/state.json is an alias of it).
+	statePath = "/master/state"
+	userAgent = "schemadns-mesosschema"
+	// maxHops bounds the requests that follow the first one for a
+	// candidate: redirects, and the one refetch from the leader a state
+	// names. Masters point at the leader directly; a longer chain is an
+	// election under way.
+	maxHops = 2
+	// minGrow is the least a body buffer grows by.
+	minGrow = 64 << 10
+	// drainSize is how much of an unread body is discarded so that its
+	// connection can be reused; past it the connection is dropped.
+	drainSize = 64 << 10
+)
+
+// fetchFrom fetches the state starting at master: it follows redirects
+// (net/http would drop the Authorization header on a redirect to another
+// host) and refetches from the leader once when check says the state came
+// from a master that does not lead.
+func (c *Client) fetchFrom(ctx context.Context, master string, check CheckFunc) (Result, error) {
+	target := &url.URL{Scheme: c.cfg.Scheme, Host: master, Path: statePath}
+	askedLeader := false
+	for hop := 0; ; hop++ {
+		next, err := c.getState(ctx, target)
+		if err != nil {
+			return Result{}, err
+		}
+		if next != nil {
+			if hop == maxHops {
+				return Result{}, fmt.Errorf("%w: the last to %s", ErrTooManyRedirects, next.Redacted())
+			}
+			target = next
+			continue
+		}
+		served := hostPort(target)
+		leader, err := check(c.buf[:len(c.buf):len(c.buf)], served)
+		if err != nil {
+			return Result{}, fmt.Errorf("state from %s: %w", served, err)
+		}
+		leader = leaderHostPort(leader)
+		if leader == "" || c.sameMaster(ctx, served, leader) {
+			return Result{Body: c.buf[:len(c.buf):len(c.buf)], Master: served}, nil
+		}
+		if askedLeader || hop == maxHops {
+			return Result{}, fmt.Errorf("%w: %s names %s as the leader", ErrNotLeader, served, leader)
+		}
+		askedLeader = true
+		target = &url.URL{Scheme: target.Scheme, Host: leader, Path: target.Path}
+	}
+}
+
+// getState makes one GET of target within Config.Timeout. On a 200 the body
+// is in c.buf; on a redirect it returns where to. A 401 is retried once if
+// the authorizer can get other credentials.
+func (c *Client) getState(ctx context.Context, target *url.URL) (*url.URL, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	next, err := c.get(ctx, target)
+	var refused *refusedError
+	if errors.As(err, &refused) && c.auth != nil && c.auth.refused(refused.header) {
+		next, err = c.get(ctx, target)
+	}
+	return next, err
+}
+
+// refusedError is a 401 to the Authorization header it carries.
+type refusedError struct{ header, message string }
+
+func (e *refusedError) Error() string { return fmt.Sprintf("%v: %s", ErrUnauthorized, e.message) }
+func (e *refusedError) Unwrap() error { return ErrUnauthorized }
+
+// get makes one request and sorts its answer.
+func (c *Client) get(ctx context.Context, target *url.URL) (*url.URL, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	var authz string
+	if c.auth != nil {
+		if authz, err = c.auth.header(ctx); err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer drainAndClose(resp.Body)
+	switch code := resp.StatusCode; {
+	case code == http.StatusOK:
+		return nil, c.readBody(resp)
+	case code >= 300 && code < 400:
+		return redirectTarget(target, resp)
+	case code == http.StatusServiceUnavailable:
+		return nil, fmt.Errorf("GET %s: %w: %s", target.Redacted(), ErrNoLeader, snippet(resp.Body))
+	case code == http.StatusUnauthorized:
+		return nil, &refusedError{header: authz, message: fmt.Sprintf("GET %s: %s", target.Redacted(), snippet(resp.Body))}
+	default:
+		return nil, fmt.Errorf("GET %s: %s: %s", target.Redacted(), resp.Status, snippet(resp.Body))
+	}
+}
+
+// redirectTarget resolves a redirect's Location against the request's URL:
+// Mesos sends a scheme-relative "//leader:5050/master/state". A switch from
+// https to http is refused, since the credentials would follow in clear.
+func redirectTarget(from *url.URL, resp *http.Response) (*url.URL, error) {
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return nil, fmt.Errorf("GET %s: %s without a Location", from.Redacted(), resp.Status)
+	}
+	to, err := from.Parse(loc)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %s to %q: %w", from.Redacted(), resp.Status, loc, err)
+	}
+	switch {
+	case to.Scheme != "http" && to.Scheme != "https":
+		return nil, fmt.Errorf("GET %s: redirect to %q: not http(s)", from.Redacted(), loc)
+	case from.Scheme == "https" && to.Scheme == "http":
+		return nil, fmt.Errorf("GET %s: redirect to %q: refused, it leaves https", from.Redacted(), loc)
+	case to.Host == "":
+		return nil, fmt.Errorf("GET %s: redirect to %q: no host", from.Redacted(), loc)
+	}
+	return to, nil
+}
+
+// readBody reads resp's body into c.buf, reusing its room: a big cluster's
+// state is tens of megabytes each poll. It fails past Config.MaxBodySize;
+// the Content-Length, when sent, is checked first.
+func (c *Client) readBody(resp *http.Response) error {
+	limit := c.cfg.MaxBodySize
+	if resp.ContentLength > limit {
+		return fmt.Errorf("%w: Content-Length %d, the limit is %d bytes", ErrBodyTooLarge, resp.ContentLength, limit)
+	}
+	buf := c.buf[:0]
+	if resp.ContentLength >= 0 && int64(cap(buf)) <= resp.ContentLength {
+		// One byte more than the body, so that EOF is met without growing.
+		buf = make([]byte, 0, resp.ContentLength+1)
+	}
+	defer func() { c.buf = buf }()
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				buf = buf[:0]
+				return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, limit)
+			}
+			room := min(max(int64(cap(buf)), minGrow), limit+1-int64(len(buf)))
+			buf = slices.Grow(buf, int(room))
+		}
+		n, err := resp.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		switch {
+		case err == io.EOF && int64(len(buf)) > limit:
+			buf = buf[:0]
+			return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, limit)
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			buf = buf[:0]
+			return fmt.Errorf("read state: %w", err)
+		}
+	}
+}
+
+// drainAndClose discards what is left of a small body, so that its
+// connection can serve the next request, and closes it.
+func drainAndClose(body io.ReadCloser) {
+	_, _ = io.CopyN(io.Discard, body, drainSize)
+	_ = body.Close()
+}
+
+// hostPort is u's host:port, with the scheme's port when u has none.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// leaderHostPort drops the "master@" of a libprocess PID.
+func leaderHostPort(leader string) string {
+	if _, after, ok := strings.Cut(leader, "@"); ok {
+		return after
+	}
+	return leader
+}
+
+// sameMaster reports whether the master that served a state is the leader
+// that the state names. They are often named differently: the configured or
+// redirected-to master by hostname, the state's leader by IP.
+func (c *Client) sameMaster(ctx context.Context, served, leader string) bool {
+	if served == leader {
+		return true
+	}
+	sHost, sPort, err1 := net.SplitHostPort(served)
+	lHost, lPort, err2 := net.SplitHostPort(leader)
+	if err1 != nil || err2 != nil || sPort != lPort {
+		return false
+	}
+	sIP, lIP := net.ParseIP(sHost), net.ParseIP(lHost)
+	switch {
+	case strings.EqualFold(sHost, lHost):
+		return true
+	case sIP != nil && lIP != nil:
+		return sIP.Equal(lIP)
+	case sIP == nil && lIP != nil:
+		return c.resolvesTo(ctx, sHost, lIP)
+	case sIP != nil && lIP == nil:
+		return c.resolvesTo(ctx, lHost, sIP)
+	}
+	return false
+}
+
+// resolvesTo reports whether host has ip among its addresses; a failed
+// lookup says no, which costs one more fetch, from the leader by its IP.
+func (c *Client) resolvesTo(ctx context.Context, host string, ip net.IP) bool {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", host)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(ips, ip.Equal)
+}

@@ -1,0 +1,333 @@
+package mesosmaster
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// TestFetchLeader: the leader answers, and the next Fetch reads into the
+// same buffer.
+func TestFetchLeader(t *testing.T) {
+	leader := serveMaster(t, leading)
+	c := newClient(t, Config{Masters: []string{leader.addr}})
+	res, err := c.Fetch(context.Background(), checkState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Master != leader.addr || res.Failures != nil {
+		t.Errorf("Master, Failures = %s, %v; want %s, nil", res.Master, res.Failures, leader.addr)
+	}
+	if want := string(stateJSON(leader.addr, leader.addr, 0)); string(res.Body) != want {
+		t.Errorf("Body = %s, want %s", res.Body, want)
+	}
+	first := unsafe.SliceData(res.Body)
+	res, err = c.Fetch(context.Background(), checkState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.SliceData(res.Body) != first {
+		t.Error("the second Fetch allocated a new body buffer")
+	}
+}
+
+// TestFetchRedirect: a master that does not lead redirects to the leader,
+// scheme-relative as Mesos does or as a full URL, and the credentials
+// follow across the hosts.
+func TestFetchRedirect(t *testing.T) {
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("dns:s3cret"))
+	for name, location := range map[string]func(leader string) string{
+		"scheme-relative": func(leader string) string { return "//" + leader + statePath },
+		"full URL":        func(leader string) string { return "http://" + leader + statePath },
+	} {
+		t.Run(name, func(t *testing.T) {
+			leader := serveMaster(t, leading)
+			leader.requireAuth(basic)
+			follower := serveMaster(t, redirectTo(func() string { return location(leader.addr) }))
+			follower.requireAuth(basic)
+			c := newClient(t, Config{
+				Masters: []string{follower.addr},
+				Auth:    Auth{Basic: &BasicAuth{Principal: "dns", Secret: "s3cret"}},
+			})
+			res, err := c.Fetch(context.Background(), checkState)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Master != leader.addr || follower.hits.Load() != 1 || leader.hits.Load() != 1 {
+				t.Errorf("Master %s, hits follower %d leader %d; want %s, 1, 1",
+					res.Master, follower.hits.Load(), leader.hits.Load(), leader.addr)
+			}
+			// The leader found is asked first next time.
+			if _, err := c.Fetch(context.Background(), checkState); err != nil {
+				t.Fatal(err)
+			}
+			if follower.hits.Load() != 1 {
+				t.Errorf("the second Fetch asked the follower again")
+			}
+		})
+	}
+}
+
+// TestFetchFailover: each way a candidate can fail sends Fetch on to the
+// next, and Result.Failures says why.
+func TestFetchFailover(t *testing.T) {
+	errBadState := errors.New("state without frameworks")
+	tests := []struct {
+		name  string
+		bad   func(t *testing.T) string
+		check func(bad string) CheckFunc
+		want  error  // in Failures, with errors.Is
+		text  string // in Failures
+	}{
+		{name: "503", bad: func(t *testing.T) string { return serveMaster(t, answer(503)).addr }, want: ErrNoLeader},
+		{name: "refused", bad: refusedAddr, want: syscall.ECONNREFUSED},
+		{name: "hangs", bad: hangingAddr, want: context.DeadlineExceeded},
+		{name: "trickles", bad: func(t *testing.T) string { return serveMaster(t, trickle).addr }, want: context.DeadlineExceeded, text: "read state"},
+		{name: "500", bad: func(t *testing.T) string { return serveMaster(t, answer(500)).addr }, text: "500 Internal Server Error"},
+		{
+			name: "check fails",
+			bad:  func(t *testing.T) string { return serveMaster(t, leading).addr },
+			check: func(bad string) CheckFunc {
+				return func(body []byte, master string) (string, error) {
+					if master == bad {
+						return "", errBadState
+					}
+					return checkState(body, master)
+				}
+			},
+			want: errBadState,
+		},
+		{
+			name: "oversize, Content-Length",
+			bad: func(t *testing.T) string {
+				return serveMaster(t, func(m *fakeMaster, w http.ResponseWriter, _ *http.Request) {
+					body := stateJSON(m.addr, m.addr, 4096)
+					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+					_, _ = w.Write(body)
+				}).addr
+			},
+			want: ErrBodyTooLarge,
+			text: "Content-Length",
+		},
+		{
+			name: "oversize, chunked",
+			bad: func(t *testing.T) string {
+				return serveMaster(t, func(m *fakeMaster, w http.ResponseWriter, _ *http.Request) {
+					w.(http.Flusher).Flush() // no Content-Length: chunked
+					_, _ = w.Write(stateJSON(m.addr, m.addr, 4096))
+				}).addr
+			},
+			want: ErrBodyTooLarge,
+			text: "more than 2048 bytes",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := tt.bad(t)
+			leader := serveMaster(t, func(m *fakeMaster, w http.ResponseWriter, _ *http.Request) {
+				_, _ = w.Write(stateJSON(m.addr, m.addr, 1024))
+			})
+			c := newClient(t, Config{Masters: []string{bad, leader.addr}, Timeout: 300 * time.Millisecond, MaxBodySize: 2048})
+			check := checkState
+			if tt.check != nil {
+				check = tt.check(bad)
+			}
+			begin := time.Now()
+			res, err := c.Fetch(context.Background(), check)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Master != leader.addr {
+				t.Errorf("Master = %s, want %s", res.Master, leader.addr)
+			}
+			if tt.want != nil && !errors.Is(res.Failures, tt.want) {
+				t.Errorf("Failures = %v, want %v", res.Failures, tt.want)
+			}
+			mustContainAll(t, "Failures", errString(res.Failures), "master "+bad, tt.text)
+			if took := time.Since(begin); took > 5*time.Second {
+				t.Errorf("Fetch took %s", took)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestFetchAllFail: the error names every candidate and its failure.
+func TestFetchAllFail(t *testing.T) {
+	noLeader := serveMaster(t, answer(503))
+	refused, hanging := refusedAddr(t), hangingAddr(t)
+	c := newClient(t, Config{Masters: []string{noLeader.addr, refused, hanging}, Timeout: 200 * time.Millisecond})
+	_, err := c.Fetch(context.Background(), checkState)
+	if err == nil {
+		t.Fatal("Fetch succeeded")
+	}
+	for _, want := range []error{ErrNoLeader, syscall.ECONNREFUSED, context.DeadlineExceeded} {
+		if !errors.Is(err, want) {
+			t.Errorf("error %v: not %v", err, want)
+		}
+	}
+	mustContainAll(t, "error", err.Error(), "master "+noLeader.addr, "master "+refused, "master "+hanging)
+}
+
+// TestFetchContextCancelled: the caller's context ends the Fetch.
+func TestFetchContextCancelled(t *testing.T) {
+	c := newClient(t, Config{Masters: []string{hangingAddr(t), hangingAddr(t)}})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	_, err := c.Fetch(ctx, checkState)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(begin) > 2*time.Second {
+		t.Errorf("Fetch = %v after %s, want the context's deadline at once", err, time.Since(begin))
+	}
+}
+
+// TestFetchOldFollower: a master from before Mesos 1.0 serves its own state
+// without redirecting; the state names the leader, which is asked once.
+func TestFetchOldFollower(t *testing.T) {
+	leader := serveMaster(t, leading)
+	follower := serveMaster(t, func(m *fakeMaster, w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(stateJSON(m.addr, leader.addr, 0))
+	})
+	c := newClient(t, Config{Masters: []string{follower.addr}})
+	res, err := c.Fetch(context.Background(), checkState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Master != leader.addr || leader.hits.Load() != 1 {
+		t.Errorf("Master = %s after %d hits at the leader, want %s after 1", res.Master, leader.hits.Load(), leader.addr)
+	}
+
+	// A leader that names yet another master is not followed further.
+	gone := refusedAddr(t)
+	confused := serveMaster(t, func(m *fakeMaster, w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(stateJSON(m.addr, follower.addr, 0))
+	})
+	c = newClient(t, Config{Masters: []string{confused.addr, gone}})
+	_, err = c.Fetch(context.Background(), checkState)
+	if !errors.Is(err, ErrNotLeader) {
+		t.Errorf("Fetch = %v, want %v", err, ErrNotLeader)
+	}
+}
+
+// TestFetchLeaderByName: a master asked by name whose state names it by IP
+// is the leader; no second fetch.
+func TestFetchLeaderByName(t *testing.T) {
+	leader := serveMaster(t, leading)
+	port := leader.addr[strings.LastIndexByte(leader.addr, ':')+1:]
+	c := newClient(t, Config{Masters: []string{"localhost:" + port}})
+	res, err := c.Fetch(context.Background(), checkState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Master != "localhost:"+port || leader.hits.Load() != 1 {
+		t.Errorf("Master = %s after %d fetches, want localhost:%s after 1", res.Master, leader.hits.Load(), port)
+	}
+}
+
+// TestFetchRedirectLoop: masters pointing at each other end in an error.
+func TestFetchRedirectLoop(t *testing.T) {
+	var a, b *fakeMaster
+	a = serveMaster(t, redirectTo(func() string { return "//" + b.addr + statePath }))
+	b = serveMaster(t, redirectTo(func() string { return "//" + a.addr + statePath }))
+	c := newClient(t, Config{Masters: []string{a.addr}})
+	_, err := c.Fetch(context.Background(), checkState)
+	if !errors.Is(err, ErrTooManyRedirects) {
+		t.Errorf("Fetch = %v, want %v", err, ErrTooManyRedirects)
+	}
+	if hits := a.hits.Load() + b.hits.Load(); hits != 1+maxHops {
+		t.Errorf("%d requests, want %d", hits, 1+maxHops)
+	}
+}
+
+// TestReadBodyReuse: bodies of varying sizes, with and without a
+// Content-Length, land in one buffer that grows only when it must.
+func TestReadBodyReuse(t *testing.T) {
+	size := 100 << 10
+	chunked := false
+	m := serveMaster(t, func(m *fakeMaster, w http.ResponseWriter, _ *http.Request) {
+		body := stateJSON(m.addr, m.addr, size)
+		if chunked {
+			w.(http.Flusher).Flush()
+		} else {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
+		_, _ = w.Write(body)
+	})
+	c := newClient(t, Config{Masters: []string{m.addr}})
+	var caps []int
+	for _, step := range []struct {
+		size    int
+		chunked bool
+	}{{100 << 10, false}, {50 << 10, true}, {100 << 10, true}, {100 << 10, false}, {300 << 10, true}, {200, false}} {
+		size, chunked = step.size, step.chunked
+		res, err := c.Fetch(context.Background(), checkState)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Body) != size {
+			t.Fatalf("body of %d bytes, want %d", len(res.Body), size)
+		}
+		caps = append(caps, cap(c.buf))
+	}
+	// The first body sized the buffer; only the 300 KiB one grew it.
+	for i, n := range caps {
+		grew := i > 0 && n != caps[i-1]
+		if grew != (i == 4) {
+			t.Errorf("buffer capacities %v: want growth only at the fifth fetch", caps)
+			break
+		}
+	}
+}
+
+// TestFetchStopped: Fetch fails after Stop.
+func TestFetchStopped(t *testing.T) {
+	c := newClient(t, Config{Masters: []string{"127.0.0.1:1"}})
+	c.Stop()
+	if _, err := c.Fetch(context.Background(), checkState); !errors.Is(err, ErrStopped) {
+		t.Errorf("Fetch after Stop = %v, want %v", err, ErrStopped)
+	}
+}
+
+// TestRedirectTarget covers the Location forms and the refusals.
+func TestRedirectTarget(t *testing.T) {
+	tests := []struct {
+		from, location, want, err string
+	}{
+		{"http://m1:5050/master/state", "//m2:5050/master/state", "http://m2:5050/master/state", ""},
+		{"https://m1:5050/master/state", "//m2:5050/master/state", "https://m2:5050/master/state", ""},
+		{"http://m1:5050/master/state", "https://m2:5050/master/state", "https://m2:5050/master/state", ""},
+		{"http://m1:5050/master/state", "/master/state", "http://m1:5050/master/state", ""},
+		{"https://m1:5050/master/state", "http://m2:5050/master/state", "", "leaves https"},
+		{"http://m1:5050/master/state", "ftp://m2/x", "", "not http"},
+		{"http://m1:5050/master/state", "", "", "without a Location"},
+	}
+	for _, tt := range tests {
+		from := mustParse(t, tt.from)
+		resp := &http.Response{Status: "307 Temporary Redirect", Header: http.Header{}}
+		if tt.location != "" {
+			resp.Header.Set("Location", tt.location)
+		}
+		got, err := redirectTarget(from, resp)
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s -> %q: %v, want an error with %q", tt.from, tt.location, err, tt.err)
+			}
+		case err != nil || got.String() != tt.want:
+			t.Errorf("%s -> %q: %v, %v; want %s", tt.from, tt.location, got, err, tt.want)
+		}
+	}
+}
