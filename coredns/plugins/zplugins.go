@@ -50,6 +50,7 @@ import (
 	_ "github.com/schemadns/schemadns/plugin/gensearchpath"
 	_ "github.com/schemadns/schemadns/plugin/k8sexternal"
 	_ "github.com/schemadns/schemadns/plugin/kubeschema"
+	_ "github.com/schemadns/schemadns/plugin/mesosschema"
 	_ "github.com/schemadns/schemadns/plugin/multicluster"
 )
 
@@ -91,6 +92,7 @@ var Directives = []string{
 	"k8s_external",
 	"kubeschema",
 	"multicluster",
+	"mesosschema",
 	"kubernetes",
 	"file",
 	"auto",

@@ -1,0 +1,405 @@
+package mesosschema
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
+)
+
+// The Mesos-DNS HTTP interface (its docs/http.md), answered from the
+// served snapshot, in Mesos-DNS's JSON shapes:
+//
+//	GET /v1/version            {"Service": "Mesos-DNS", "URL": ..., "Version": ...}
+//	GET /v1/config             the configuration, under Mesos-DNS's names
+//	GET /v1/hosts/{host}       [{"host": "<name>.", "ip": "<address>"}, ...]
+//	GET /v1/services/{service} [{"service", "host", "ip", "port"}, ...]
+//	GET /v1/enumerate          {"frameworks": [{"name", "tasks": [{"name", "id", "records": [...]}]}]}
+//
+// A name with no records answers one empty entry, as Mesos-DNS does.
+
+// routes are the interface's handlers over m.
+func (m *Mesosschema) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/version", m.restVersion)
+	mux.HandleFunc("GET /v1/config", m.restConfig)
+	mux.HandleFunc("GET /v1/hosts/{host}", m.restHost)
+	mux.HandleFunc("GET /v1/hosts/{host}/ports", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "To be implemented...", http.StatusNotImplemented) // as Mesos-DNS
+	})
+	mux.HandleFunc("GET /v1/services/{service}", m.restService)
+	mux.HandleFunc("GET /v1/enumerate", m.restEnumerate)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		log.Debugf("HTTP interface: %v", err)
+	}
+}
+
+func (m *Mesosschema) restVersion(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, map[string]string{
+		// Clients check the service name: the API is Mesos-DNS's.
+		"Service": "Mesos-DNS",
+		"URL":     "https://github.com/schemadns/schemadns",
+		"Version": version(),
+	})
+}
+
+// version is CoreDNS's version in this binary, and this plugin's name.
+func version() string {
+	v := "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/coredns/coredns" {
+				v = d.Version
+			}
+		}
+	}
+	return "CoreDNS-" + strings.TrimPrefix(v, "v") + " " + pluginName
+}
+
+// hostRecord and serviceRecord are Mesos-DNS's answers.
+type hostRecord struct {
+	Host string `json:"host"`
+	IP   string `json:"ip"`
+}
+
+type serviceRecord struct {
+	Service string `json:"service"`
+	Host    string `json:"host"`
+	IP      string `json:"ip"`
+	Port    string `json:"port"`
+}
+
+// lookupName finds the record set of a name the interface is asked
+// (Mesos-DNS cleans ".*" out of it and takes it in any case, with or
+// without the final dot): its fully qualified lower-case name and facts,
+// nil when it has none.
+func (m *Mesosschema) lookupName(asked string) (string, *dnszone.Facts) {
+	name := strings.ToLower(strings.ReplaceAll(asked, ".*", ""))
+	if !strings.HasSuffix(name, ".") {
+		name += "."
+	}
+	snap := m.Snapshot()
+	zi, restLen := m.ZoneIndex(name)
+	if snap == nil || zi < 0 || dnsname.IsReverseZone(m.Zones[zi]) {
+		return name, nil
+	}
+	return name, snap.Service(name[:restLen])
+}
+
+func (m *Mesosschema) restHost(w http.ResponseWriter, r *http.Request) {
+	name, set := m.lookupName(r.PathValue("host"))
+	out := []hostRecord{}
+	for _, a := range addrsOf(set) {
+		out = append(out, hostRecord{Host: name, IP: a.String()})
+	}
+	if len(out) == 0 {
+		out = append(out, hostRecord{})
+	}
+	writeJSON(w, out)
+}
+
+func (m *Mesosschema) restService(w http.ResponseWriter, r *http.Request) {
+	asked := r.PathValue("service")
+	_, set := m.lookupName(asked)
+	out := []serviceRecord{}
+	snap, zone := m.Snapshot(), m.forwardZone()
+	for _, s := range srvsOf(set) {
+		target := snap.Service(s.Target)
+		port := strconv.Itoa(int(s.Port))
+		// Each address family's first address, as Mesos-DNS gives.
+		for _, a := range firstOfEachFamily(addrsOf(target)) {
+			out = append(out, serviceRecord{Service: asked, Host: s.Target + "." + zone, IP: a.String(), Port: port})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, serviceRecord{})
+	}
+	writeJSON(w, out)
+}
+
+func (m *Mesosschema) restEnumerate(w http.ResponseWriter, _ *http.Request) {
+	enum := &enumeration{zone: m.forwardZone(), Frameworks: []*enumFramework{}}
+	if st := m.poller.state.Load(); st != nil {
+		generate(st, &m.gen, enum)
+	}
+	writeJSON(w, enum)
+}
+
+// mesosDNSConfig is the configuration as Mesos-DNS's /v1/config names it;
+// the fields of options that CoreDNS's other plugins hold (resolvers,
+// port) are left out, and secrets are not shown.
+type mesosDNSConfig struct {
+	RefreshSeconds      int
+	StateTimeoutSeconds int
+	ZkDetectionTimeout  int
+	HTTPPort            int `json:"HttpPort"`
+	TTL                 uint32
+	SOASerial           uint32
+	SOARefresh          uint32
+	SOARetry            uint32
+	SOAExpire           uint32
+	SOAMinttl           uint32
+	SOAMname            string
+	SOARname            string
+	Masters             []string
+	IPSources           []string
+	Zk                  string
+	Domain              string
+	Listener            string
+	HTTPListener        string
+	DNSOn               bool `json:"DnsOn"`
+	HTTPOn              bool `json:"HttpOn"`
+	EnforceRFC952       bool
+	EnumerationOn       bool
+	MesosHTTPSOn        bool
+	CACertFile          string
+	MesosCredentials    struct {
+		Principal string `json:"principal"`
+		Secret    string `json:"secret"`
+	}
+	IAMConfigFile       string
+	MesosAuthentication string
+}
+
+func (m *Mesosschema) restConfig(w http.ResponseWriter, _ *http.Request) {
+	c := mesosDNSConfig{
+		RefreshSeconds:      int(m.refresh / time.Second),
+		StateTimeoutSeconds: int(m.master.Timeout / time.Second),
+		ZkDetectionTimeout:  int(m.master.ZKTimeout / time.Second),
+		TTL:                 m.TTL,
+		SOARefresh:          m.SOA.Refresh, SOARetry: m.SOA.Retry, SOAExpire: m.SOA.Expire, SOAMinttl: m.SOA.MinTTL,
+		SOAMname: m.SOA.NS, SOARname: m.SOA.Mbox,
+		Masters: m.master.Masters, IPSources: m.gen.ipSources, Zk: m.master.ZK,
+		Domain:        strings.TrimSuffix(m.forwardZone(), "."),
+		DNSOn:         true,
+		HTTPOn:        true,
+		EnforceRFC952: m.gen.rfc952,
+		EnumerationOn: true,
+		MesosHTTPSOn:  m.master.Scheme == "https",
+		CACertFile:    m.master.CAFile,
+	}
+	if snap := m.Snapshot(); snap != nil {
+		c.SOASerial = snap.Serial()
+	}
+	var listen []string
+	for _, a := range m.NSAddrs {
+		listen = append(listen, a.String())
+	}
+	c.Listener = strings.Join(listen, ",")
+	if host, port, err := net.SplitHostPort(m.httpAddr); err == nil {
+		c.HTTPListener = host
+		c.HTTPPort, _ = strconv.Atoi(port)
+	}
+	switch {
+	case m.master.Auth.Basic != nil:
+		c.MesosAuthentication = "basic"
+		c.MesosCredentials.Principal, c.MesosCredentials.Secret = m.master.Auth.Basic.Principal, "******"
+	case m.master.Auth.IAM != nil:
+		c.MesosAuthentication, c.IAMConfigFile = "iam", m.master.Auth.IAM.ConfigFile
+	}
+	writeJSON(w, c)
+}
+
+// forwardZone is the first forward zone: the interface's domain.
+func (m *Mesosschema) forwardZone() string {
+	for _, z := range m.Zones {
+		if !dnsname.IsReverseZone(z) {
+			return z
+		}
+	}
+	return ""
+}
+
+func addrsOf(set *dnszone.Facts) []netip.Addr {
+	if set == nil {
+		return nil
+	}
+	out := make([]netip.Addr, set.NumEndpoints())
+	for i := range out {
+		out[i] = set.EndpointAddr(i)
+	}
+	return out
+}
+
+func srvsOf(set *dnszone.Facts) []dnszone.SRVRecord {
+	if set == nil {
+		return nil
+	}
+	return set.SRVs()
+}
+
+// firstOfEachFamily is the first IPv4 and the first IPv6 address of addrs.
+func firstOfEachFamily(addrs []netip.Addr) []netip.Addr {
+	var out []netip.Addr
+	if i := slices.IndexFunc(addrs, netip.Addr.Is4); i >= 0 {
+		out = append(out, addrs[i])
+	}
+	if i := slices.IndexFunc(addrs, netip.Addr.Is6); i >= 0 {
+		out = append(out, addrs[i])
+	}
+	return out
+}
+
+// enumeration is /v1/enumerate's answer, filled by generate.
+type enumeration struct {
+	zone       string
+	Frameworks []*enumFramework `json:"frameworks"`
+}
+
+type enumFramework struct {
+	zone  string
+	Tasks []*enumTask `json:"tasks"`
+	Name  string      `json:"name"`
+}
+
+type enumTask struct {
+	zone    string
+	Name    string       `json:"name"`
+	ID      string       `json:"id"`
+	Records []enumRecord `json:"records"`
+}
+
+type enumRecord struct {
+	Name  string `json:"name"`
+	Host  string `json:"host"`
+	Rtype string `json:"rtype"`
+}
+
+func (e *enumeration) framework(name string) *enumFramework {
+	f := &enumFramework{zone: e.zone, Name: name, Tasks: []*enumTask{}}
+	e.Frameworks = append(e.Frameworks, f)
+	return f
+}
+
+func (f *enumFramework) task(name, id string) *enumTask {
+	et := &enumTask{zone: f.zone, Name: name, ID: id, Records: []enumRecord{}}
+	f.Tasks = append(f.Tasks, et)
+	return et
+}
+
+// recorder collects the records made for one task.
+type recorder interface {
+	address(name string, a netip.Addr)
+	service(name, target string, port uint16)
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) address(string, netip.Addr)     {}
+func (nopRecorder) service(string, string, uint16) {}
+
+func (t *enumTask) address(name string, a netip.Addr) {
+	rtype := "A"
+	if a.Is6() {
+		rtype = "AAAA"
+	}
+	t.add(enumRecord{Name: name + "." + t.zone, Host: a.String(), Rtype: rtype})
+}
+
+func (t *enumTask) service(name, target string, port uint16) {
+	t.add(enumRecord{Name: name + "." + t.zone, Host: target + "." + t.zone + ":" + strconv.Itoa(int(port)), Rtype: "SRV"})
+}
+
+// add adds r once.
+func (t *enumTask) add(r enumRecord) {
+	if !slices.Contains(t.Records, r) {
+		t.Records = append(t.Records, r)
+	}
+}
+
+// httpServers are the interface's listeners by address, shared by the
+// plugin instances that name the same address: a reload starts the new
+// instance before it stops the old one, and both cannot listen. The
+// requests go to the instance that acquired the address last.
+var httpServers = struct {
+	sync.Mutex
+	m map[string]*sharedServer
+}{m: map[string]*sharedServer{}}
+
+type sharedServer struct {
+	srv     *http.Server
+	holders []*httpHandle
+}
+
+// httpHandle is an instance's claim on a listener.
+type httpHandle struct {
+	addr    string
+	handler http.Handler
+}
+
+// listenHTTP serves h on addr, or takes over the listener another
+// instance has there.
+func listenHTTP(addr string, h http.Handler) (*httpHandle, error) {
+	httpServers.Lock()
+	defer httpServers.Unlock()
+	handle := &httpHandle{addr: addr, handler: h}
+	if s := httpServers.m[addr]; s != nil {
+		s.holders = append(s.holders, handle)
+		return handle, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &sharedServer{holders: []*httpHandle{handle}}
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
+	httpServers.m[addr] = s
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Errorf("HTTP interface on %s: %v", addr, err)
+		}
+	}()
+	return handle, nil
+}
+
+// serve passes a request to the latest holder's handler.
+func (s *sharedServer) serve(w http.ResponseWriter, r *http.Request) {
+	httpServers.Lock()
+	var h http.Handler
+	if len(s.holders) > 0 {
+		h = s.holders[len(s.holders)-1].handler
+	}
+	httpServers.Unlock()
+	if h == nil {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+// release gives up the claim; the listener closes with its last holder.
+func (h *httpHandle) release() {
+	httpServers.Lock()
+	s := httpServers.m[h.addr]
+	if s == nil {
+		httpServers.Unlock()
+		return
+	}
+	s.holders = slices.DeleteFunc(s.holders, func(o *httpHandle) bool { return o == h })
+	last := len(s.holders) == 0
+	if last {
+		delete(httpServers.m, h.addr)
+	}
+	httpServers.Unlock()
+	if last {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.srv.Shutdown(ctx)
+	}
+}

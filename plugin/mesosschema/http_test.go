@@ -1,0 +1,201 @@
+package mesosschema
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/schemadns/schemadns/plugin/pkg/mesosmaster"
+	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
+)
+
+// get asks the HTTP interface of m for path and returns the status and body.
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if ct := rec.Header().Get("Content-Type"); rec.Code == http.StatusOK && ct != "application/json" {
+		t.Errorf("%s: Content-Type %q", path, ct)
+	}
+	return rec.Code, rec.Body.String()
+}
+
+// exampleServer serves examples/mesos/state.json, with the state kept for
+// /v1/enumerate.
+func exampleServer(t *testing.T) *Mesosschema {
+	t.Helper()
+	body, err := os.ReadFile("../../examples/mesos/state.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := mesosstate.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := testServer(t, st, "10.0.0.11:5050")
+	m.poller = newPoller(m, nil)
+	m.poller.state.Store(st)
+	m.httpAddr = "127.0.0.1:8123"
+	return m
+}
+
+// TestHTTPHostsAndServices: /v1/hosts and /v1/services answer as Mesos-DNS
+// does, in its JSON shapes, in any case, with or without the final dot,
+// and with one empty entry for a name without records.
+func TestHTTPHostsAndServices(t *testing.T) {
+	h := exampleServer(t).routes()
+	for _, tc := range []struct {
+		path string
+		want any
+	}{
+		{"/v1/hosts/Search.Marathon.mesos", []hostRecord{{"search.marathon.mesos.", "10.0.1.21"}, {"search.marathon.mesos.", "10.0.1.22"}}},
+		{"/v1/hosts/apiserver-myservice.marathon.mesos.", []hostRecord{{"apiserver-myservice.marathon.mesos.", "10.0.1.23"}, {"apiserver-myservice.marathon.mesos.", "2001:db8:1::23"}}},
+		{"/v1/hosts/nothing.mesos", []hostRecord{{}}},
+		{"/v1/hosts/example.org", []hostRecord{{}}},
+		{"/v1/services/_web._tcp.marathon.mesos", []serviceRecord{
+			{"_web._tcp.marathon.mesos", "web-grm4c-s2.marathon.mesos.", "172.17.0.3", "31401"},
+			{"_web._tcp.marathon.mesos", "web-grm4c-s2.marathon.mesos.", "172.17.0.3", "31402"},
+			{"_web._tcp.marathon.mesos", "web-kbrou-s1.marathon.mesos.", "172.17.0.2", "31301"},
+			{"_web._tcp.marathon.mesos", "web-kbrou-s1.marathon.mesos.", "172.17.0.2", "31302"}}},
+		{"/v1/services/_nothing._tcp.marathon.mesos.", []serviceRecord{{}}},
+	} {
+		code, body := get(t, h, tc.path)
+		want, _ := json.Marshal(tc.want)
+		if code != http.StatusOK || strings.TrimSpace(body) != string(want) {
+			t.Errorf("%s: %d %s\nwant %s", tc.path, code, body, want)
+		}
+	}
+	if code, _ := get(t, h, "/v1/hosts/x.mesos/ports"); code != http.StatusNotImplemented {
+		t.Errorf("/v1/hosts/x/ports: %d, want 501 as Mesos-DNS", code)
+	}
+	if code, _ := get(t, h, "/v1/nothing"); code != http.StatusNotFound {
+		t.Errorf("/v1/nothing: %d", code)
+	}
+}
+
+// TestHTTPEnumerate: every framework, with each running task and the
+// records it makes; tasks not running are listed in no framework.
+func TestHTTPEnumerate(t *testing.T) {
+	m := exampleServer(t)
+	_, body := get(t, m.routes(), "/v1/enumerate")
+	var got struct {
+		Frameworks []struct {
+			Name  string `json:"name"`
+			Tasks []struct {
+				Name    string `json:"name"`
+				ID      string `json:"id"`
+				Records []struct{ Name, Host, Rtype string }
+			} `json:"tasks"`
+		} `json:"frameworks"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	var frameworks, tasks []string
+	records := map[string][]string{}
+	for _, f := range got.Frameworks {
+		frameworks = append(frameworks, f.Name)
+		for _, task := range f.Tasks {
+			tasks = append(tasks, f.Name+"/"+task.Name)
+			for _, r := range task.Records {
+				records[task.ID] = append(records[task.ID], r.Rtype+" "+r.Name+" "+r.Host)
+			}
+		}
+	}
+	slices.Sort(tasks)
+	if want := []string{"My Framework", "marathon", "marathon.prod", "metronome"}; !slices.Equal(sortedCopy(frameworks), want) {
+		t.Errorf("frameworks %v, want %v", frameworks, want)
+	}
+	want := []string{"My Framework/Worker_1", "marathon.prod/apiserver.myservice", "marathon/apiserver.myservice",
+		"marathon/search", "marathon/search", "marathon/search", "marathon/web", "marathon/web", "metronome/backup"}
+	if !slices.Equal(tasks, want) {
+		t.Errorf("tasks\n%v\nwant\n%v", tasks, want)
+	}
+	for id, recs := range records {
+		if strings.HasPrefix(id, "backup") {
+			slices.Sort(recs)
+			want := []string{"A backup-7rotk-s0.metronome.mesos. 10.0.1.21", "A backup-7rotk-s0.metronome.slave.mesos. 10.0.1.21",
+				"A backup.metronome.mesos. 10.0.1.21", "A backup.metronome.slave.mesos. 10.0.1.21"}
+			if !slices.Equal(recs, want) {
+				t.Errorf("backup's records\n%v\nwant\n%v", recs, want)
+			}
+		}
+	}
+}
+
+func sortedCopy(s []string) []string { c := slices.Clone(s); slices.Sort(c); return c }
+
+// TestHTTPVersionAndConfig: the version names the Mesos-DNS API; the
+// configuration uses Mesos-DNS's field names and never shows a secret.
+func TestHTTPVersionAndConfig(t *testing.T) {
+	m := exampleServer(t)
+	if _, body := get(t, m.routes(), "/v1/version"); !strings.Contains(body, `"Service":"Mesos-DNS"`) || !strings.Contains(body, `"Version":`) {
+		t.Errorf("/v1/version: %s", body)
+	}
+	m.master.Auth.Basic = nil
+	m.master.ZK = "zk://10.0.0.1:2181/mesos"
+	_, body := get(t, m.routes(), "/v1/config")
+	var c map[string]any
+	if err := json.Unmarshal([]byte(body), &c); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]any{"RefreshSeconds": 60.0, "TTL": 60.0, "Domain": "mesos", "SOAMname": "ns1.mesos.",
+		"SOARname": "root.ns1.mesos.", "Zk": "zk://10.0.0.1:2181/mesos", "HttpPort": 8123.0, "HTTPListener": "127.0.0.1", "HttpOn": true} {
+		if c[key] != want {
+			t.Errorf("/v1/config %s = %v, want %v", key, c[key], want)
+		}
+	}
+	m.master.Auth.Basic = &mesosmaster.BasicAuth{Principal: "dns", Secret: "s3cret"}
+	if _, body := get(t, m.routes(), "/v1/config"); strings.Contains(body, "s3cret") || !strings.Contains(body, `"principal":"dns"`) {
+		t.Errorf("/v1/config shows the secret or not the principal: %s", body)
+	}
+}
+
+// TestHTTPListenerSharedAcrossReload: a second instance on the same
+// address (a reload starts it before stopping the first) takes the
+// listener over; the listener closes with its last holder.
+func TestHTTPListenerSharedAcrossReload(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	say := func(s string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, s) })
+	}
+	fetch := func() string {
+		resp, err := http.Get("http://" + addr + "/")
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	old, err := listenHTTP(addr, say("old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fetch(); got != "old" {
+		t.Fatalf("first instance: %q", got)
+	}
+	next, err := listenHTTP(addr, say("new"))
+	if err != nil {
+		t.Fatalf("second instance on the same address: %v", err)
+	}
+	old.release()
+	if got := fetch(); got != "new" {
+		t.Errorf("after the reload: %q, want the new instance", got)
+	}
+	next.release()
+	if got := fetch(); !strings.HasPrefix(got, "error") {
+		t.Errorf("after the last release: %q, want the listener closed", got)
+	}
+}
