@@ -91,6 +91,14 @@ func TestRecordedState(t *testing.T) {
 	if got := served(t, m, "Worker-1.MyFramework.mesos."); !slices.Equal(got, []string{"A 192.168.50.7"}) {
 		t.Errorf("Worker-1.MyFramework.mesos.: %v", got)
 	}
+	// A host-network task's address: the agent's is slave.mesos's; the
+	// other one (the agent's IPv6 address, which its PID does not carry)
+	// is the instance's.
+	checkAnswers(t, m, []answerCase{
+		{name: "23.1.0.10.in-addr.arpa.", qtype: dns.TypePTR, answer: []string{"23.1.0.10.in-addr.arpa. 60 IN PTR slave.mesos."}},
+		{name: "3.2.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa.", qtype: dns.TypePTR,
+			answer: []string{"3.2.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.1.0.0.0.8.b.d.0.1.0.0.2.ip6.arpa. 60 IN PTR apiserver-myservice-r1q9r-s2.marathon.mesos."}},
+	})
 	// No AAAA record but apiserver.myservice's in marathon.
 	for _, set := range m.Snapshot().Services() {
 		for _, a := range addrsOf(set) {

@@ -2,7 +2,6 @@ package mesosschema
 
 import (
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,8 +42,8 @@ type generated struct {
 type recordSet struct {
 	addrs []netip.Addr
 	srvs  []dnszone.SRVRecord
-	// ptr: the name owns its addresses' PTR records.
-	ptr bool
+	// ptr says which addresses' PTR records the name owns (nil: none).
+	ptr func(netip.Addr) bool
 }
 
 // generator reads one state into names.
@@ -104,10 +103,11 @@ func (g *generator) srv(name, target string, port uint16) {
 	rs.srvs = append(rs.srvs, dnszone.SRVRecord{Target: target, Port: port})
 }
 
-// own makes name the owner of its addresses' PTR records.
-func (g *generator) own(name string) {
+// own makes name the owner of the PTR records of those of its addresses
+// that ptr says.
+func (g *generator) own(name string, ptr func(netip.Addr) bool) {
 	if rs := g.names[name]; rs != nil {
-		rs.ptr = true
+		rs.ptr = ptr
 	}
 }
 
@@ -132,7 +132,7 @@ func (g *generator) agentRecords(st *mesosstate.State) {
 		g.add("slave", a.Unmap())
 		g.srv("_slave._tcp", "slave", port)
 	}
-	g.own("slave")
+	g.own("slave", dnszone.AllPTR)
 }
 
 // masterRecords: leader.<domain> and its SRV records, master.<domain> for
@@ -174,7 +174,7 @@ func (g *generator) masterRecords(st *mesosstate.State) {
 func (g *generator) masterN(n int, addr netip.Addr, port uint16) {
 	name := "master" + strconv.Itoa(n)
 	g.add(name, addr)
-	g.own(name)
+	g.own(name, dnszone.AllPTR)
 	for _, proto := range bothProtocols {
 		g.srv("_master._"+proto, name, port)
 	}
@@ -245,9 +245,9 @@ func (g *generator) task(t *mesosstate.Task, fw string, enum *enumFramework) {
 	name, own := label+"."+fw, instance+"."+fw
 	g.addRecorded(rec, name, ips)
 	g.addRecorded(rec, own, ips)
-	if !slices.Contains(ips, agentAddr) {
-		g.own(own) // a container's address: this instance alone has it
-	}
+	// A container's address is this instance's alone; the agent's own
+	// address (host networking) is slave.<domain>'s.
+	g.own(own, func(a netip.Addr) bool { return a != agentAddr })
 	g.addRecorded(rec, name+".slave", []netip.Addr{agentAddr})
 	g.addRecorded(rec, own+".slave", []netip.Addr{agentAddr})
 	if since, ok := runningSince(t); ok {

@@ -323,10 +323,11 @@ func (t *enumTask) add(r enumRecord) {
 	}
 }
 
-// httpServers are the interface's listeners by address, shared by the
-// plugin instances that name the same address: a reload starts the new
-// instance before it stops the old one, and both cannot listen. The
-// requests go to the instance that acquired the address last.
+// httpServers are the interface's listeners by address, handed from a
+// plugin instance to its successor: a reload starts the new instance
+// before it stops the old one, and both cannot listen. The requests go to
+// the instance that acquired the address last. Two server blocks of one
+// Corefile (one owner, the Corefile's instance) cannot share an address.
 var httpServers = struct {
 	sync.Mutex
 	m map[string]*sharedServer
@@ -341,15 +342,24 @@ type sharedServer struct {
 type httpHandle struct {
 	addr    string
 	handler http.Handler
+	// owner is the Corefile's instance the plugin instance belongs to.
+	owner any
 }
 
-// listenHTTP serves h on addr, or takes over the listener another
-// instance has there.
-func listenHTTP(addr string, h http.Handler) (*httpHandle, error) {
+// errHTTPTaken: a server block of the same Corefile serves its HTTP
+// interface on the address already.
+var errHTTPTaken = errors.New("another server block of this Corefile serves its HTTP interface there")
+
+// listenHTTP serves h on addr for owner, or takes over the listener an
+// instance of an older Corefile (a reload's predecessor) has there.
+func listenHTTP(addr string, h http.Handler, owner any) (*httpHandle, error) {
 	httpServers.Lock()
 	defer httpServers.Unlock()
-	handle := &httpHandle{addr: addr, handler: h}
+	handle := &httpHandle{addr: addr, handler: h, owner: owner}
 	if s := httpServers.m[addr]; s != nil {
+		if slices.ContainsFunc(s.holders, func(o *httpHandle) bool { return o.owner == owner }) {
+			return nil, errHTTPTaken
+		}
 		s.holders = append(s.holders, handle)
 		return handle, nil
 	}
@@ -357,6 +367,7 @@ func listenHTTP(addr string, h http.Handler) (*httpHandle, error) {
 	if err != nil {
 		return nil, err
 	}
+	log.Infof("HTTP interface on %s", ln.Addr())
 	s := &sharedServer{holders: []*httpHandle{handle}}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
 	httpServers.m[addr] = s

@@ -2,6 +2,7 @@ package mesosschema
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -157,9 +158,10 @@ func TestHTTPVersionAndConfig(t *testing.T) {
 	}
 }
 
-// TestHTTPListenerSharedAcrossReload: a second instance on the same
-// address (a reload starts it before stopping the first) takes the
-// listener over; the listener closes with its last holder.
+// TestHTTPListenerSharedAcrossReload: an instance of the next Corefile on
+// the same address (a reload starts it before stopping the first) takes
+// the listener over; another server block of the same Corefile cannot;
+// the listener closes with its last holder.
 func TestHTTPListenerSharedAcrossReload(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -179,16 +181,20 @@ func TestHTTPListenerSharedAcrossReload(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	old, err := listenHTTP(addr, say("old"))
+	oldCorefile, newCorefile := new(int), new(int)
+	old, err := listenHTTP(addr, say("old"), oldCorefile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := fetch(); got != "old" {
 		t.Fatalf("first instance: %q", got)
 	}
-	next, err := listenHTTP(addr, say("new"))
+	if _, err := listenHTTP(addr, say("other block"), oldCorefile); !errors.Is(err, errHTTPTaken) {
+		t.Errorf("a second server block of one Corefile on the same address: %v, want %v", err, errHTTPTaken)
+	}
+	next, err := listenHTTP(addr, say("new"), newCorefile)
 	if err != nil {
-		t.Fatalf("second instance on the same address: %v", err)
+		t.Fatalf("the next Corefile's instance on the same address: %v", err)
 	}
 	old.release()
 	if got := fetch(); got != "new" {

@@ -37,6 +37,9 @@ type Mesosschema struct {
 
 	poller *poller
 	http   *httpHandle
+	// owner is the Corefile's instance (caddy's context), which the HTTP
+	// interface's listener tells apart from a reload's successor.
+	owner any
 }
 
 // Name implements plugin.Handler.

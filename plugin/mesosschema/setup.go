@@ -47,6 +47,7 @@ func setup(c *caddy.Controller) error {
 	}
 	m.NSAddrs = stanza.ListenAddrs(dnsserver.GetConfig(c).ListenHosts)
 	m.gen.nsAddrs = m.NSAddrs
+	m.owner = c.Context()
 	compress.Install(dnsserver.GetConfig(c))
 	c.OnStartup(m.start)
 	c.OnShutdown(m.shutdown)
@@ -287,7 +288,7 @@ func (m *Mesosschema) start() error {
 		return err
 	}
 	if m.httpAddr != "" {
-		if m.http, err = listenHTTP(m.httpAddr, m.routes()); err != nil {
+		if m.http, err = listenHTTP(m.httpAddr, m.routes(), m.owner); err != nil {
 			_ = m.shutdown()
 			return plugin.Error(pluginName, fmt.Errorf("http %s: %w", m.httpAddr, err))
 		}

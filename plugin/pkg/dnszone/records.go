@@ -41,13 +41,14 @@ type SRVRecord struct {
 
 // NewRecords is the name key (lower case, below the zone, no trailing
 // dot) with its own addresses (A and AAAA, each once) and SRV records
-// (each once). ptr says whether the addresses' PTR records point to this
-// name; an address should have its PTR from one name only, the one that
-// names it alone (a task instance, not the task's shared name).
-func NewRecords(key string, addrs []netip.Addr, srvs []SRVRecord, ptr bool) *Facts {
+// (each once). ptr says which addresses have their PTR record point to
+// this name (nil: none; AllPTR: every one): an address should have its
+// PTR from one name only, the one that names it alone (a task instance,
+// not the task's shared name).
+func NewRecords(key string, addrs []netip.Addr, srvs []SRVRecord, ptr func(netip.Addr) bool) *Facts {
 	eps := make([]EndpointFacts, len(addrs))
 	for i, a := range addrs {
-		eps[i] = NewEndpoint(a, "", 0, ptr)
+		eps[i] = NewEndpoint(a, "", 0, ptr != nil && ptr(a.Unmap()))
 	}
 	s := &Facts{key: key, kind: Records, groups: defaultGroups}
 	s.setEndpoints(uniqueAddrs(eps))
@@ -56,6 +57,9 @@ func NewRecords(key string, addrs []netip.Addr, srvs []SRVRecord, ptr bool) *Fac
 	}
 	return s
 }
+
+// AllPTR gives every address of a record set its PTR record.
+func AllPTR(netip.Addr) bool { return true }
 
 // uniqueAddrs drops repeated addresses: a name's A records form a set.
 func uniqueAddrs(eps []EndpointFacts) []EndpointFacts {

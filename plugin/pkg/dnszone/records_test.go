@@ -43,17 +43,17 @@ func addrs(ss ...string) []netip.Addr {
 // instances.
 func mesosLike() []*Facts {
 	return []*Facts{
-		NewRecords("search.marathon", addrs("10.0.1.2", "10.0.1.1", "10.0.1.2"), nil, false),
-		NewRecords("search-a-s1.marathon", addrs("10.0.1.1"), nil, true),
-		NewRecords("search-b-s2.marathon", addrs("10.0.1.2"), nil, true),
-		NewRecords("search.marathon.slave", addrs("10.0.0.1", "fd00::1"), nil, false),
+		NewRecords("search.marathon", addrs("10.0.1.2", "10.0.1.1", "10.0.1.2"), nil, nil),
+		NewRecords("search-a-s1.marathon", addrs("10.0.1.1"), nil, AllPTR),
+		NewRecords("search-b-s2.marathon", addrs("10.0.1.2"), nil, AllPTR),
+		NewRecords("search.marathon.slave", addrs("10.0.0.1", "fd00::1"), nil, nil),
 		NewRecords("_search._tcp.marathon", nil, []SRVRecord{
 			{Target: "search-b-s2.marathon", Port: 31001, Weight: 1},
 			{Target: "search-a-s1.marathon", Port: 31000, Weight: 1},
 			{Target: "search-a-s1.marathon", Port: 31002, Weight: 1},
 			{Target: "search-a-s1.marathon", Port: 31000, Weight: 1}, // repeated: once
-		}, false),
-		NewRecords("ns1", addrs("10.0.0.53"), nil, false),
+		}, nil),
+		NewRecords("ns1", addrs("10.0.0.53"), nil, nil),
 	}
 }
 
@@ -172,16 +172,16 @@ func TestRecordTransfer(t *testing.T) {
 // order; any difference in addresses, SRV records or PTR ownership does
 // not.
 func TestRecordsEqual(t *testing.T) {
-	a := NewRecords("x.fw", addrs("10.0.0.2", "10.0.0.1"), []SRVRecord{{Target: "b", Port: 2}, {Target: "a", Port: 1}}, true)
-	same := NewRecords("x.fw", addrs("10.0.0.1", "10.0.0.2", "10.0.0.1"), []SRVRecord{{Target: "a", Port: 1}, {Target: "b", Port: 2}}, true)
+	a := NewRecords("x.fw", addrs("10.0.0.2", "10.0.0.1"), []SRVRecord{{Target: "b", Port: 2}, {Target: "a", Port: 1}}, AllPTR)
+	same := NewRecords("x.fw", addrs("10.0.0.1", "10.0.0.2", "10.0.0.1"), []SRVRecord{{Target: "a", Port: 1}, {Target: "b", Port: 2}}, AllPTR)
 	if !a.Equal(same) {
 		t.Error("equal record sets differ")
 	}
 	for _, other := range []*Facts{
-		NewRecords("y.fw", addrs("10.0.0.1", "10.0.0.2"), same.SRVs(), true),
-		NewRecords("x.fw", addrs("10.0.0.1"), same.SRVs(), true),
-		NewRecords("x.fw", addrs("10.0.0.1", "10.0.0.2"), same.SRVs()[:1], true),
-		NewRecords("x.fw", addrs("10.0.0.1", "10.0.0.2"), same.SRVs(), false),
+		NewRecords("y.fw", addrs("10.0.0.1", "10.0.0.2"), same.SRVs(), AllPTR),
+		NewRecords("x.fw", addrs("10.0.0.1"), same.SRVs(), AllPTR),
+		NewRecords("x.fw", addrs("10.0.0.1", "10.0.0.2"), same.SRVs()[:1], AllPTR),
+		NewRecords("x.fw", addrs("10.0.0.1", "10.0.0.2"), same.SRVs(), nil),
 		NewVirtual("x.fw", addrs("10.0.0.1", "10.0.0.2"), nil),
 	} {
 		if a.Equal(other) || other.Equal(a) {

@@ -82,7 +82,13 @@ func randomRecords(rnd *rand.Rand, key string, addrs []netip.Addr) *Facts {
 	for range rnd.IntN(3) {
 		srvs = append(srvs, SRVRecord{Target: randomKey(rnd), Port: uint16(31000 + rnd.IntN(3)), Weight: 1})
 	}
-	return NewRecords(key, addrs, srvs, rnd.IntN(2) == 0)
+	switch rnd.IntN(3) {
+	case 0:
+		return NewRecords(key, addrs, srvs, AllPTR)
+	case 1:
+		return NewRecords(key, addrs, srvs, netip.Addr.Is4)
+	}
+	return NewRecords(key, addrs, srvs, nil)
 }
 
 // randomKey is one of the keys the model tests change: two or three

@@ -22,6 +22,13 @@ const (
 	zkSessionTimeout = 10 * time.Second
 	// zkRetryDelay spaces the reads of the group that failed.
 	zkRetryDelay = time.Second
+	// zkPoll is how often the group is read. The library's watches are not
+	// used: on a reconnection it sets them again from a goroutine that
+	// races with its receive loop over the last zxid (go-zookeeper/zk, open
+	// pull request 35; v1.0.4 is the latest), which the race detector
+	// reports. Listing a few children twice a second costs the ensemble
+	// little, and a new leader is known within it.
+	zkPoll = 500 * time.Millisecond
 	// zkMaxPacket bounds what the client accepts from a ZooKeeper server:
 	// the server's own default limit (jute.maxbuffer) is 1 MiB.
 	zkMaxPacket = 4 << 20
@@ -31,9 +38,9 @@ const (
 	memberPrefix = "json.info_"
 )
 
-// detector follows the masters' election in ZooKeeper: it watches the
-// group's children and keeps the leader, the member with the lowest
-// sequence number.
+// detector follows the masters' election in ZooKeeper: it reads the
+// group's children every zkPoll and keeps the leader, the member with the
+// lowest sequence number.
 type detector struct {
 	zk      zkURL
 	timeout time.Duration // Config.ZKTimeout
@@ -48,6 +55,12 @@ type detector struct {
 	changed   chan struct{}          // one pending value: the leader changed
 	answered  chan struct{}          // closed at the first read of the group
 	answer    sync.Once              // closes answered
+
+	// elected is the leader's znode name and address last read: a znode's
+	// data never changes, so it is read again only for another name. Owned
+	// by run.
+	elected     member
+	electedAddr string
 
 	mu        sync.Mutex // guards the log state below
 	outage    bool       // an outage was logged and its end not yet
@@ -171,11 +184,11 @@ func (d *detector) name() string {
 	return strings.Join(d.zk.servers, ",") + d.zk.path
 }
 
-// run reads the group and its leader each time the children change, until
-// stop. Errors are retried: the library reconnects by itself, and a request
-// made while it is disconnected fails after a round of the servers. Those
-// are the outage that setConnected logs; an error with the session up (an
-// ACL, say) is logged once until a read succeeds.
+// run reads the group and its leader every zkPoll, until stop. Errors are
+// retried: the library reconnects by itself, and a request made while it
+// is disconnected fails after a round of the servers. Those are the outage
+// that setConnected logs; an error with the session up (an ACL, say) is
+// logged once until a read succeeds.
 func (d *detector) run() {
 	defer close(d.done)
 	if d.zk.auth != "" && !d.addAuth() {
@@ -183,23 +196,19 @@ func (d *detector) run() {
 	}
 	failing := false
 	for {
-		watch, err := d.readGroup()
-		if err != nil {
+		delay := zkPoll
+		if err := d.readGroup(); err != nil {
 			if !failing && d.connected.Load() {
 				log.Warningf("ZooKeeper %s: %v; retrying", d.name(), err)
 				failing = true
 			} else {
 				log.Debugf("ZooKeeper %s: %v", d.name(), err)
 			}
-			if !d.sleep(zkRetryDelay) {
-				return
-			}
-			continue
+			delay = zkRetryDelay
+		} else {
+			failing = false
 		}
-		failing = false
-		select {
-		case <-watch:
-		case <-d.stopping:
+		if !d.sleep(delay) {
 			return
 		}
 	}
@@ -232,38 +241,23 @@ func (d *detector) sleep(delay time.Duration) bool {
 	}
 }
 
-// readGroup reads the leader from the group's children and returns a watch
-// that fires when they change (or when the group znode appears, while it
-// does not exist).
-func (d *detector) readGroup() (<-chan zk.Event, error) {
-	children, _, watch, err := d.conn.ChildrenW(d.zk.path)
+// readGroup reads the leader from the group's children; a group that does
+// not exist yet (no master has registered) has none.
+func (d *detector) readGroup() error {
+	children, _, err := d.conn.Children(d.zk.path)
 	if errors.Is(err, zk.ErrNoNode) {
-		return d.awaitGroup()
+		d.setLeader("", false)
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", d.zk.path, err)
+		return fmt.Errorf("list %s: %w", d.zk.path, err)
 	}
 	leader, known, err := d.electedLeader(children)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	d.setLeader(leader, known)
-	return watch, nil
-}
-
-// awaitGroup watches for the group znode, which the first master creates.
-func (d *detector) awaitGroup() (<-chan zk.Event, error) {
-	exists, _, watch, err := d.conn.ExistsW(d.zk.path)
-	if err != nil {
-		return nil, fmt.Errorf("watch for %s: %w", d.zk.path, err)
-	}
-	if exists { // created since the listing: list it now
-		now := make(chan zk.Event)
-		close(now)
-		return now, nil
-	}
-	d.setLeader("", false)
-	return watch, nil
+	return nil
 }
 
 // member is one master's znode in the group.
@@ -285,9 +279,12 @@ func (d *detector) electedLeader(children []string) (string, bool, error) {
 	}
 	slices.SortFunc(members, func(a, b member) int { return cmpUint(a.seq, b.seq) })
 	for _, m := range members {
+		if m == d.elected {
+			return d.electedAddr, true, nil
+		}
 		data, _, err := d.conn.Get(d.zk.path + "/" + m.name)
 		if errors.Is(err, zk.ErrNoNode) {
-			continue // gone since the listing; the watch fires for it too
+			continue // gone since the listing
 		}
 		if err != nil {
 			return "", false, fmt.Errorf("read %s/%s: %w", d.zk.path, m.name, err)
@@ -297,6 +294,7 @@ func (d *detector) electedLeader(children []string) (string, bool, error) {
 			d.logBadMember(m.name, err)
 			return "", false, nil
 		}
+		d.elected, d.electedAddr = m, addr
 		return addr, true, nil
 	}
 	return "", false, nil

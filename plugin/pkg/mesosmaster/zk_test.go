@@ -15,7 +15,7 @@ import (
 )
 
 // zkChange bounds how long a change in ZooKeeper takes to reach the client:
-// a watch fires in milliseconds, a killed server is noticed at once, and a
+// the group is read every zkPoll, a killed server is noticed at once, and a
 // reconnection waits a second between rounds.
 const zkChange = 15 * time.Second
 
@@ -196,7 +196,7 @@ func TestZKGroupLifecycle(t *testing.T) {
 	}
 	m := serveMaster(t, leading)
 	registerMaster(t, zk, "/mesos/prod", m)
-	time.Sleep(500 * time.Millisecond) // the watch on the group's creation fires
+	time.Sleep(3 * zkPoll) // the group read again, with both members
 	if leader, ok := c.Leader(); ok {
 		t.Errorf("Leader = %s while the leading znode is unreadable, want none", leader)
 	}
