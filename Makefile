@@ -6,7 +6,7 @@ BIN     := bin/coredns
 # Integration tests start a real kube-apiserver; give slow machines room.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build image generate tools deps test lint run help fuzz e2e
+.PHONY: all build image generate tools deps test lint run run-mesos help fuzz e2e
 
 all: build
 
@@ -59,6 +59,9 @@ lint: ## gofmt, go vet and staticcheck, on the main module, bench/ and soak/
 
 run: build tools ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
 	hack/run.sh
+
+run-mesos: build ## serve Corefile.mesos on 127.0.0.1:1053: the Mesos-DNS names of examples/mesos, from a stand-in Mesos master on 127.0.0.1:5050
+	hack/run-mesos.sh
 
 # SCALE: default (the four cluster shapes at full size; about 22 minutes on
 # two cores) or small (a tenth of each, shorter runs; a few minutes).

@@ -2,6 +2,7 @@ package test
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,7 +26,9 @@ type readmeQuery struct {
 // blocks must answer, block by block: a README with more or fewer blocks
 // than listed here fails the test. Every block is served with the shared
 // API server, where the service kubernetes.default has the cluster IP
-// 10.96.0.1 and the namespace default exists.
+// 10.96.0.1 and the namespace default exists, and with a stand-in Mesos
+// master serving examples/mesos/state.json as its own (the leader is
+// 127.0.0.1).
 func readmeQueries() map[string][]readmeQuery {
 	const (
 		apiIP   = "10.96.0.1"
@@ -74,6 +77,12 @@ func readmeQueries() map[string][]readmeQuery {
 		},
 		// The node-local cache, in front of the test's cluster DNS.
 		"../plugin/gensearchpath/README.md": {autopath(clusterZone), autopath(clusterZone)},
+		"../plugin/mesosschema/README.md": {
+			// The leader, with the default TTL.
+			{"leader.mesos.", dns.TypeA, answer("leader.mesos. 60 IN A " + mesosMasterIP)},
+			// The reverse zone 10.0.0.0/8, with ttl 30: an agent's address.
+			{"21.1.0.10.in-addr.arpa.", dns.TypePTR, answer("21.1.0.10.in-addr.arpa. 30 IN PTR slave.mesos.")},
+		},
 	}
 }
 
@@ -97,7 +106,9 @@ func TestReadmeCorefiles(t *testing.T) {
 	upstream := startStubUpstream(t)
 	clusterPort := freeLoopbackPort(t)
 	startServer(t, fmt.Sprintf(readmeClusterDNS, clusterPort, e.kubeconfig))
-	env := readmeEnv{kubeconfig: e.kubeconfig, upstream: upstream.addr, clusterDNS: fmt.Sprintf("127.0.0.1:%d", clusterPort)}
+	master := startMesosMaster(t, exampleMesosState(t))
+	env := readmeEnv{kubeconfig: e.kubeconfig, upstream: upstream.addr, clusterDNS: fmt.Sprintf("127.0.0.1:%d", clusterPort),
+		mesosMaster: master.Addr()}
 
 	readmes, err := filepath.Glob("../plugin/*/README.md")
 	if err != nil {
@@ -179,6 +190,12 @@ type readmeEnv struct {
 	upstream string
 	// clusterDNS stands in for the cluster DNS at 10.96.0.10.
 	clusterDNS string
+	// mesosMaster (host:port) stands in for the masters mesosschema lists;
+	// mesosHTTP is where its HTTP interface listens (127.0.0.1:0 when
+	// empty: a free port, shared by the instances that name it at once,
+	// as the plugin shares one listener per address; the blocks here run
+	// one at a time).
+	mesosMaster, mesosHTTP string
 }
 
 var (
@@ -190,17 +207,29 @@ var (
 	openKubeStub = regexp.MustCompile(`(?m)^(\s*(?:kubeschema|multicluster)\b[^{\n]*\{)\s*$`)
 	bareKube     = regexp.MustCompile(`(?m)^(\s*(?:kubeschema|multicluster)\b[^{\n]*)$`)
 	resolvConf   = regexp.MustCompile(`(?m)^(\s*forward\s+\S+\s+)/etc/resolv\.conf\b`)
+	bindLine     = regexp.MustCompile(`(?m)^\s*bind\s`)
+	// mesosschema's options.
+	mesosMasters = regexp.MustCompile(`(?m)^(\s*masters)\s.*$`)
+	mesosZK      = regexp.MustCompile(`(?m)^\s*zk\s.*\n`)
+	mesosHTTP    = regexp.MustCompile(`(?m)^(\s*http)\s+\S+\s*$`)
 )
 
 // forTest adapts a documented Corefile to a test machine: servers listen
-// on port 0 of loopback, and so do prometheus, health and ready;
-// kubeconfig paths point at the test API server; forward goes to the
-// test's upstream instead of /etc/resolv.conf's, and to its cluster DNS
-// instead of 10.96.0.10.
+// on port 0 of loopback (bound there unless the block binds already), and
+// so do prometheus, health and ready; kubeconfig paths point at the test
+// API server; forward goes to the test's upstream instead of
+// /etc/resolv.conf's, and to its cluster DNS instead of 10.96.0.10.
+// mesosschema asks the test's stand-in master, and serves its HTTP
+// interface on mesosHTTP. Its zk lines are dropped: no ZooKeeper runs in
+// these tests, and the first poll would wait zk_timeout (30 s) for one
+// before it asks the masters (the plugin's own tests run a real ZooKeeper,
+// test/zookeeper).
 func forTest(block string, env readmeEnv) string {
 	s := serverPort.ReplaceAllString(block, "${1}:0${2}")
 	s = bareServer.ReplaceAllString(s, "${1}:0${2}")
-	s = serverBlock.ReplaceAllString(s, "${1}\n    bind 127.0.0.1")
+	if !bindLine.MatchString(s) {
+		s = serverBlock.ReplaceAllString(s, "${1}\n    bind 127.0.0.1")
+	}
 	s = listenAddr.ReplaceAllString(s, "${1} 127.0.0.1:0")
 	s = kubeconfig.ReplaceAllString(s, "${1} "+env.kubeconfig)
 	if !strings.Contains(s, "kubeconfig") {
@@ -208,5 +237,9 @@ func forTest(block string, env readmeEnv) string {
 		s = bareKube.ReplaceAllString(s, "${1} {\n        kubeconfig "+env.kubeconfig+"\n    }")
 	}
 	s = resolvConf.ReplaceAllString(s, "${1}"+env.upstream)
+	s = mesosMasters.ReplaceAllString(s, "${1} "+env.mesosMaster)
+	s = mesosZK.ReplaceAllString(s, "")
+	httpAddr := cmp.Or(env.mesosHTTP, "127.0.0.1:0")
+	s = mesosHTTP.ReplaceAllString(s, "${1} "+httpAddr)
 	return strings.ReplaceAll(s, "10.96.0.10", env.clusterDNS)
 }
