@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,7 +217,10 @@ func (p *poller) holdEmpty(st *mesosstate.State) bool {
 func (p *poller) failed(err error) {
 	metrics.polls.WithLabelValues("error").Inc()
 	metrics.reachable.Set(0)
+	// One line: the failures of each master are joined with newlines.
+	err = errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 	p.lastErr.Store(&err)
+	p.emptied = 0 // a hold counts agentless states in a row
 	if !p.outage.IsZero() {
 		return
 	}

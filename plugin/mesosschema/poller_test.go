@@ -205,6 +205,11 @@ func TestPollOutage(t *testing.T) {
 	if n := logs.count("no master gives a good state"); n != 1 {
 		t.Errorf("%d log lines for one outage, want 1:\n%s", n, logs.buf.String())
 	}
+	for line := range strings.SplitSeq(strings.TrimSpace(logs.buf.String()), "\n") {
+		if !strings.Contains(line, "plugin/mesosschema:") {
+			t.Errorf("a log line without the plugin's prefix (a message over several lines): %q", line)
+		}
+	}
 	st.Frameworks[0].Tasks = st.Frameworks[0].Tasks[:1]
 	master.SetStateOf(st)
 	eventually(t, "the good state after the outage", func() bool { return addrsAnswered(t, m, "search.marathon.mesos") == "10.0.0.1" })

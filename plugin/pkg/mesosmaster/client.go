@@ -188,12 +188,19 @@ func (c *Client) Fetch(ctx context.Context, check CheckFunc) (Result, error) {
 		return Result{}, ErrNoCandidates
 	}
 	var failures []error
+	// failed are the masters this Fetch asked in vain: a redirect or a
+	// state's leader that names one is not asked again (a slow leader
+	// would cost another Timeout).
+	failed := map[string]bool{}
 	for _, master := range candidates {
 		if err := ctx.Err(); err != nil {
 			failures = append(failures, err)
 			break
 		}
-		res, err := c.fetchFrom(ctx, master, check)
+		if failed[master] {
+			continue
+		}
+		res, err := c.fetchFrom(ctx, master, check, failed)
 		if err == nil {
 			c.lastLeader = res.Master
 			res.Failures = errors.Join(failures...)

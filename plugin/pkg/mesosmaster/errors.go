@@ -21,6 +21,9 @@ var (
 	// ErrNoCandidates is a Fetch with no master to ask: ZooKeeper names none
 	// and none is configured.
 	ErrNoCandidates = errors.New("no master to ask: ZooKeeper names no leader and no masters are configured")
+	// ErrAskedBefore is a redirect or a state's leader naming a master that
+	// failed earlier in the same Fetch: it is not waited for twice.
+	ErrAskedBefore = errors.New("redirected to a master that failed in this fetch")
 	// ErrStopped is a Fetch after Stop.
 	ErrStopped = errors.New("mesos master client stopped")
 )

@@ -32,13 +32,18 @@ const (
 // fetchFrom fetches the state starting at master: it follows redirects
 // (net/http would drop the Authorization header on a redirect to another
 // host) and refetches from the leader once when check says the state came
-// from a master that does not lead.
-func (c *Client) fetchFrom(ctx context.Context, master string, check CheckFunc) (Result, error) {
+// from a master that does not lead. A master that failed (recorded in
+// failed, by host:port) is not asked again.
+func (c *Client) fetchFrom(ctx context.Context, master string, check CheckFunc, failed map[string]bool) (Result, error) {
 	target := &url.URL{Scheme: c.cfg.Scheme, Host: master, Path: statePath}
 	askedLeader := false
 	for hop := 0; ; hop++ {
+		if hop > 0 && failed[target.Host] {
+			return Result{}, fmt.Errorf("%w: %s, which failed already", ErrAskedBefore, target.Host)
+		}
 		next, err := c.getState(ctx, target)
 		if err != nil {
+			failed[target.Host] = true
 			return Result{}, err
 		}
 		if next != nil {
@@ -51,6 +56,7 @@ func (c *Client) fetchFrom(ctx context.Context, master string, check CheckFunc) 
 		served := hostPort(target)
 		leader, err := check(c.buf[:len(c.buf):len(c.buf)], served)
 		if err != nil {
+			failed[target.Host] = true
 			return Result{}, fmt.Errorf("state from %s: %w", served, err)
 		}
 		leader = leaderHostPort(leader)

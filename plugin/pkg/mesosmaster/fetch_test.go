@@ -331,3 +331,22 @@ func TestRedirectTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchSlowLeaderOnce: a leader that hangs past the timeout is waited
+// for once per Fetch, not again when a follower redirects to it.
+func TestFetchSlowLeaderOnce(t *testing.T) {
+	slow := serveMaster(t, func(_ *fakeMaster, _ http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	})
+	follower := serveMaster(t, redirectTo(func() string { return "//" + slow.addr + statePath }))
+	c := newClient(t, Config{Masters: []string{slow.addr, follower.addr}, Timeout: 300 * time.Millisecond})
+	begin := time.Now()
+	_, err := c.Fetch(context.Background(), checkState)
+	took := time.Since(begin)
+	if !errors.Is(err, ErrAskedBefore) {
+		t.Errorf("Fetch = %v, want the redirect to the slow leader refused as %v", err, ErrAskedBefore)
+	}
+	if slow.hits.Load() != 1 || took > 550*time.Millisecond {
+		t.Errorf("the slow leader was asked %d times in %s, want once, one timeout", slow.hits.Load(), took.Round(time.Millisecond))
+	}
+}

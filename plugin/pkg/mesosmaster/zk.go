@@ -320,9 +320,11 @@ func (d *detector) logBadMember(name string, err error) {
 	}
 }
 
-// setLeader records the leader and signals a change.
+// setLeader records the leader and signals a change. The first answer
+// is announced after the leader is stored: a Fetch waiting for it reads
+// the leader at once.
 func (d *detector) setLeader(addr string, known bool) {
-	d.answer.Do(func() { close(d.answered) })
+	defer d.answer.Do(func() { close(d.answered) })
 	old, had := d.leader()
 	if known == had && addr == old {
 		return
