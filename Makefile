@@ -89,12 +89,15 @@ absorb: build ## measure the EndpointSlice updates/s each server absorbs on one 
 
 # The soak: the scenarios of docs/reliability.md, at SCALE
 # default (2,000 headless services × 10 endpoints, 1,000 ClusterIP; under
-# 20 minutes on two cores) or small (a tenth, shorter phases; a few
-# minutes). SOAKFLAGS: more flags of the tool (cd soak && go run . -h), for
-# instance -headless 10000 for the bench's S2 scale or -scenarios churn.
+# 20 minutes on two cores; then the Mesos scenarios on 3,000 tasks, about
+# 3 minutes more) or small (a tenth, shorter phases; a few minutes).
+# SOAKFLAGS: more flags of the tool (cd soak && go run . -h), for instance
+# -headless 10000 for the bench's S2 scale, -scenarios churn, or
+# -scenarios mesos (mesosschema's alone: no API server; the page keeps the
+# Kubernetes results it has). deps: ZooKeeper for the Mesos ones.
 SOAKFLAGS ?=
 .PHONY: soak
-soak: build tools ## run the reliability scenarios against the stock plugin (churn, forced relist, API server faults, hostile input, slow clients); writes docs/reliability.md (SCALE=small: quick)
+soak: build tools deps ## run the reliability scenarios (Kubernetes: churn, forced relist, API server faults, hostile input, slow clients, against the stock plugin; Mesos: master outage, bad states, slow master, failovers); writes docs/reliability.md (SCALE=small: quick)
 	cd soak && GOWORK=off $(GO) run . -scale $(SCALE) $(SOAKFLAGS)
 
 # The one-node cluster of docs/e2e.md: kubelet, containerd, kube-proxy and

@@ -23,6 +23,7 @@ type checkCount struct {
 	Regress  int      // answers older than one the server had shown before
 	Behind   int      // with settled names: answers older than the last write
 	ServFail int      // SERVFAIL answers (counted in Torn too)
+	Empty    int      `json:",omitempty"` // Mesos: no records where every state allowed has some (counted in Torn too)
 	Errors   int      // queries without an answer (timeouts)
 	Examples []string // the first wrong answers
 }

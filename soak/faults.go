@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -55,17 +56,23 @@ func (e *env) recovery(ctx context.Context, since time.Time) (map[string]float64
 	return took, never, ctx.Err()
 }
 
-// health is what readiness and the connection gauge said, sampled every
+// health is what readiness and a connection gauge said, sampled every
 // 250 ms, in each phase of a fault.
 type health struct {
+	// gaugeOf is the server whose gauge (the metric gaugeName) is read;
+	// sizeName, when set, is a metric of the same server whose lowest and
+	// highest value are kept by phase (the Mesos zone's names).
+	gaugeOf, gaugeName, sizeName string
+
 	mu sync.Mutex
 	// ready counts, by server and phase, the samples that were ready
 	// and all samples.
 	ready, samples map[string]map[string]int
-	// gauge is ours' lowest coredns_watchcache_api_reachable per phase
-	// (over resources); down and up are when it first read 0 after the
+	// gauge is the lowest gauge per phase (over its samples: ours' over
+	// the resources); down and up are when it first read 0 after the
 	// fault began and 1 again after it ended, -1 if never.
-	gauge            map[string]float64
+	gauge, gaugeLast map[string]float64 // gaugeLast: the phase's last sample
+	size             map[string][2]float64
 	faultAt, endedAt time.Time
 	down, up         float64
 }
@@ -77,9 +84,10 @@ const (
 	phaseAfter  = "after"
 )
 
-func newHealth() *health {
-	return &health{ready: map[string]map[string]int{}, samples: map[string]map[string]int{},
-		gauge: map[string]float64{}, down: -1, up: -1}
+// newHealth samples readiness, and gaugeName of the server gaugeOf.
+func newHealth(gaugeOf, gaugeName string) *health {
+	return &health{gaugeOf: gaugeOf, gaugeName: gaugeName, ready: map[string]map[string]int{}, samples: map[string]map[string]int{},
+		gauge: map[string]float64{}, gaugeLast: map[string]float64{}, size: map[string][2]float64{}, down: -1, up: -1}
 }
 
 // watch samples until ctx ends.
@@ -112,12 +120,38 @@ func (h *health) sample(servers []*server) {
 	ph := h.phase()
 	for _, s := range servers {
 		ready := s.isReady()
-		var gauge []float64
-		if s.key == keyOurs {
-			gauge, _ = s.metric("coredns_watchcache_api_reachable")
+		var gauge, size []float64
+		if s.key == h.gaugeOf {
+			gauge, _ = s.metric(h.gaugeName)
+			if h.sizeName != "" {
+				size, _ = s.metric(h.sizeName)
+			}
 		}
 		h.record(s.key, ph, ready, gauge)
+		h.recordSize(ph, size)
 	}
+}
+
+// recordSize keeps the lowest and highest of the size metric's samples.
+func (h *health) recordSize(ph string, size []float64) {
+	if len(size) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lo, hi := slices.Min(size), slices.Max(size)
+	if old, ok := h.size[ph]; ok {
+		lo, hi = min(lo, old[0]), max(hi, old[1])
+	}
+	h.size[ph] = [2]float64{lo, hi}
+}
+
+// sizes returns the size metric's lowest and highest value by phase, and
+// the gauge's last sample by phase.
+func (h *health) sizes() (map[string][2]float64, map[string]float64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.size), maps.Clone(h.gaugeLast)
 }
 
 func (h *health) record(key, ph string, ready bool, gauge []float64) {
@@ -134,6 +168,7 @@ func (h *health) record(key, ph string, ready bool, gauge []float64) {
 		return
 	}
 	low := slices.Min(gauge)
+	h.gaugeLast[ph] = low
 	if old, ok := h.gauge[ph]; !ok || low < old {
 		h.gauge[ph] = low
 	}
@@ -218,7 +253,7 @@ func runFaults(ctx context.Context, e *env) ([]*faultResult, error) {
 // runFault applies f under the checker's load, with readiness and the
 // gauge sampled, then makes changes and times their arrival.
 func (e *env) runFault(ctx context.Context, f fault) (*faultResult, error) {
-	h := newHealth()
+	h := newHealth(keyOurs, "coredns_watchcache_api_reachable")
 	hctx, stopHealth := context.WithCancel(ctx)
 	var hwg sync.WaitGroup
 	hwg.Go(func() { h.watch(hctx, e.servers) })

@@ -2,14 +2,20 @@
 // plugins and writes docs/reliability.md: EndpointSlice and Service churn
 // with every answer checked, a forced relist (etcd compacted while the API
 // server is down), API server faults (stopped, connections reset, watches
-// stalled), hostile DNS input, and slow TCP clients.
+// stalled), hostile DNS input, and slow TCP clients; then mesosschema's
+// Mesos master faults (outage, bad states, a slow master, failovers with
+// and without ZooKeeper, ZooKeeper down, a new leader without agents)
+// under a checker of every answer.
 //
 // Like bench/, it builds nothing itself (`make soak` builds bin/coredns and
 // the API server binaries) and starts a real etcd and kube-apiserver on
 // loopback (test/kubeapi). One bin/coredns runs kubeschema, multicluster
 // and edns0autopath ("ours"); a second runs CoreDNS's own kubernetes plugin
 // ("stock") on the same data for comparison. Both reach the API server
-// through a TCP proxy of the soak's own, which the faults use.
+// through a TCP proxy of the soak's own, which the faults use. The Mesos
+// scenarios need no API server: each runs stand-in masters
+// (test/mesosmaster), ZooKeeper for one (test/zookeeper), and a bin/coredns
+// with mesosschema of its own.
 //
 //	cd soak && go run . -scale small
 //
@@ -23,6 +29,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,6 +49,25 @@ type config struct {
 	hostile             int
 	slowConns           int
 	scenarios           string
+	// selected are the scenarios -scenarios names, its groups expanded.
+	selected map[string]bool
+	// The Mesos scenarios: the cluster's running tasks, the length of each
+	// fault, the plugin's refresh and state_timeout.
+	mesosTasks                                  int
+	mesosFault, mesosRefresh, mesosStateTimeout time.Duration
+}
+
+// kubernetesScenarios are the scenarios against the Kubernetes plugins, in
+// the order they run.
+var kubernetesScenarios = []string{"churn", "quiet", "relist", "faults", "hostile", "slow"}
+
+// scenarioGroups are the names -scenarios takes for several scenarios.
+func scenarioGroups() map[string][]string {
+	var mesos []string
+	for _, sc := range mesosScenarios {
+		mesos = append(mesos, sc.name)
+	}
+	return map[string][]string{"kubernetes": kubernetesScenarios, "mesos": mesos}
 }
 
 // presets are the scales: flag values applied unless given on the command
@@ -50,6 +77,7 @@ var presets = map[string]map[string]string{
 	"small": {
 		"headless": "200", "clusterip": "100", "imports": "20", "churn-duration": "15s",
 		"outage": "10s", "hostile": "5000", "slow-conns": "200",
+		"mesos-tasks": "300", "mesos-fault": "5s",
 	},
 }
 
@@ -68,7 +96,12 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.outage, "outage", time.Minute, "length of each API server fault")
 	fs.IntVar(&cfg.hostile, "hostile", 50000, "hostile messages sent to each server port")
 	fs.IntVar(&cfg.slowConns, "slow-conns", 1000, "idle or slow TCP connections held against each server")
-	fs.StringVar(&cfg.scenarios, "scenarios", "churn,quiet,relist,faults,hostile,slow", "the scenarios to run, comma-separated, in this order")
+	fs.StringVar(&cfg.scenarios, "scenarios", "kubernetes,mesos", "the scenarios to run, comma-separated (they run in the order listed here): "+
+		strings.Join(kubernetesScenarios, ",")+" (the group kubernetes), "+strings.Join(scenarioGroups()["mesos"], ",")+" (the group mesos)")
+	fs.IntVar(&cfg.mesosTasks, "mesos-tasks", 3000, "Mesos: running tasks of the generated cluster")
+	fs.DurationVar(&cfg.mesosFault, "mesos-fault", 10*time.Second, "Mesos: length of each master fault (the phases before and after last half as long, at least 3 s)")
+	fs.DurationVar(&cfg.mesosRefresh, "mesos-refresh", time.Second, "Mesos: mesosschema's refresh, and how often the tasks change")
+	fs.DurationVar(&cfg.mesosStateTimeout, "mesos-state-timeout", 2*time.Second, "Mesos: mesosschema's state_timeout")
 	if err := cfg.Parse(fs, args, presets); err != nil {
 		return nil, err
 	}
@@ -87,8 +120,46 @@ func (cfg *config) finish() error {
 		return errors.New("-writers and -check-rate must be at least 1")
 	case cfg.churnDuration <= 0 || cfg.outage <= 0:
 		return errors.New("-churn-duration and -outage must be positive")
+	case cfg.mesosTasks < 100:
+		return errors.New("-mesos-tasks must be at least 100")
+	case cfg.mesosFault <= 0 || cfg.mesosRefresh < time.Second || cfg.mesosStateTimeout <= 0:
+		return errors.New("-mesos-fault and -mesos-state-timeout must be positive, -mesos-refresh at least 1s")
+	}
+	return cfg.selectScenarios()
+}
+
+// selectScenarios reads -scenarios, expanding the groups; an unknown name
+// is an error.
+func (cfg *config) selectScenarios() error {
+	groups := scenarioGroups()
+	cfg.selected = map[string]bool{}
+	for name := range strings.SplitSeq(cfg.scenarios, ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "":
+		case groups[name] != nil:
+			for _, n := range groups[name] {
+				cfg.selected[n] = true
+			}
+		case slices.Contains(groups["kubernetes"], name) || slices.Contains(groups["mesos"], name):
+			cfg.selected[name] = true
+		default:
+			return fmt.Errorf("-scenarios: unknown scenario %q (the scenarios: %s; the groups: kubernetes, mesos)", name,
+				strings.Join(append(slices.Clone(groups["kubernetes"]), groups["mesos"]...), ", "))
+		}
+	}
+	if len(cfg.selected) == 0 {
+		return errors.New("-scenarios names none")
 	}
 	return nil
+}
+
+// isSelected tells whether the scenario name runs.
+func (cfg *config) isSelected(name string) bool { return cfg.selected[name] }
+
+// anySelected tells whether any scenario of the group runs.
+func (cfg *config) anySelected(group string) bool {
+	return slices.ContainsFunc(scenarioGroups()[group], cfg.isSelected)
 }
 
 func main() {

@@ -48,7 +48,7 @@ func runQuiet(ctx context.Context, e *env) (*quietResult, error) {
 		return nil, err
 	}
 	for _, s := range e.servers {
-		if res.SerialBefore[s.key], err = soaSerial(s); err != nil {
+		if res.SerialBefore[s.key], err = soaSerial(s, "cluster.local."); err != nil {
 			return nil, err
 		}
 	}
@@ -86,7 +86,7 @@ func runQuiet(ctx context.Context, e *env) (*quietResult, error) {
 		res.Skipped[k] = v - skipped0[k]
 	}
 	for _, s := range e.servers {
-		if res.SerialAfter[s.key], err = soaSerial(s); err != nil {
+		if res.SerialAfter[s.key], err = soaSerial(s, "cluster.local."); err != nil {
 			return nil, err
 		}
 	}
@@ -128,10 +128,10 @@ func skippedByResource(s *server) (map[string]float64, error) {
 	return out, nil
 }
 
-// soaSerial is the serial of the SOA record s answers for cluster.local.
-func soaSerial(s *server) (uint32, error) {
+// soaSerial is the serial of the SOA record s answers for zone.
+func soaSerial(s *server, zone string) (uint32, error) {
 	c := &dns.Client{Timeout: 2 * time.Second}
-	r, _, err := c.Exchange(question("cluster.local.", dns.TypeSOA), fmt.Sprintf("127.0.0.1:%d", s.port))
+	r, _, err := c.Exchange(question(zone, dns.TypeSOA), s.addr())
 	if err != nil {
 		return 0, fmt.Errorf("SOA of %s: %w", s, err)
 	}

@@ -29,8 +29,10 @@ type env struct {
 
 func (e *env) ours() *server { return e.servers[0] }
 
-// run sets up the cluster and the servers, runs every scenario in turn and
-// writes the report, also after a scenario failed.
+// run runs the selected scenarios, the Kubernetes ones first (their
+// cluster and servers set up only if one is selected, and stopped before
+// the Mesos ones start), and writes the report, also after a scenario
+// failed.
 func run(ctx context.Context, cfg *config, args []string) error {
 	if _, err := os.Stat(cfg.CoreDNS); err != nil {
 		return fmt.Errorf("%s missing (make build): %w", cfg.CoreDNS, err)
@@ -44,15 +46,41 @@ func run(ctx context.Context, cfg *config, args []string) error {
 	} else {
 		defer os.RemoveAll(work)
 	}
-	e := &env{cfg: cfg, work: work, res: newResults(cfg, args)}
-	defer e.teardown()
-	if err := e.setup(ctx); err != nil {
+	res := newResults(cfg, args)
+	if cfg.anySelected("kubernetes") {
+		if err := runKubernetes(ctx, cfg, work, res); err != nil {
+			return err
+		}
+	}
+	if cfg.anySelected("mesos") && ctx.Err() == nil {
+		res.Mesos = newMesosResults(cfg, args)
+		runMesos(ctx, cfg, work, res.Mesos)
+	}
+	res.Finished = time.Now()
+	if err := writeReport(cfg, res); err != nil {
 		return err
 	}
-	scenarios := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
+	logf("wrote %s", filepath.Join(cfg.OutDir, "reliability.md"))
+	errs := res.Errors
+	if res.Mesos != nil {
+		errs = append(slices.Clone(errs), res.Mesos.Errors...)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d scenarios failed: %s", len(errs), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// kubeScenario is one scenario against the Kubernetes plugins.
+type kubeScenario struct {
+	name string
+	fn   func(context.Context) error
+}
+
+// kubeScenarios are the Kubernetes scenarios on e, in the order they run
+// (kubernetesScenarios names them).
+func kubeScenarios(e *env) []kubeScenario {
+	return []kubeScenario{
 		{"churn", func(ctx context.Context) (err error) { e.res.Churn, err = runChurn(ctx, e); return err }},
 		{"quiet", func(ctx context.Context) (err error) { e.res.Quiet, err = runQuiet(ctx, e); return err }},
 		{"relist", func(ctx context.Context) (err error) { e.res.Relist, err = runRelist(ctx, e); return err }},
@@ -60,8 +88,19 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		{"hostile", func(ctx context.Context) (err error) { e.res.Hostile, err = runHostile(ctx, e); return err }},
 		{"slow", func(ctx context.Context) (err error) { e.res.Slow, err = runSlow(ctx, e); return err }},
 	}
-	for _, s := range scenarios {
-		if !slices.Contains(strings.Split(cfg.scenarios, ","), s.name) {
+}
+
+// runKubernetes sets up the API server and both servers, runs the
+// selected Kubernetes scenarios and stops everything; a scenario's error
+// goes into res, a failed set-up is returned.
+func runKubernetes(ctx context.Context, cfg *config, work string, res *results) error {
+	e := &env{cfg: cfg, work: work, res: res}
+	defer e.teardown()
+	if err := e.setup(ctx); err != nil {
+		return err
+	}
+	for _, s := range kubeScenarios(e) {
+		if !cfg.isSelected(s.name) {
 			continue
 		}
 		start := time.Now()
@@ -74,14 +113,6 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		if ctx.Err() != nil {
 			break
 		}
-	}
-	e.res.Finished = time.Now()
-	if err := writeReport(cfg, e.res); err != nil {
-		return err
-	}
-	logf("wrote %s", filepath.Join(cfg.OutDir, "reliability.md"))
-	if len(e.res.Errors) > 0 {
-		return fmt.Errorf("%d scenarios failed: %s", len(e.res.Errors), strings.Join(e.res.Errors, "; "))
 	}
 	return nil
 }
@@ -110,7 +141,13 @@ func (e *env) setup(ctx context.Context) error {
 	}
 	e.res.LoadSeconds = time.Since(start).Seconds()
 	for _, key := range []string{keyOurs, keyStock} {
-		s, err := startServer(e.cfg, e.work, key, kc)
+		corefile := func(s *server) string {
+			if key == keyOurs {
+				return oursCorefile(kc, s)
+			}
+			return stockCorefile(kc, s)
+		}
+		s, err := startServer(e.cfg, e.work, key, corefile)
 		if err != nil {
 			return err
 		}

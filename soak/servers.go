@@ -84,17 +84,32 @@ func stockCorefile(kc string, s *server) string {
 `, s.port, s.ready, s.metrics, s.pprof, kc)
 }
 
-// startServer writes the server's Corefile into work and starts it.
-func startServer(cfg *config, work, key, kubeconfig string) (*server, error) {
+// mesosCorefile runs mesosschema for the zone mesos with stanza's way to
+// the masters (masters or zk), polled every refresh.
+func mesosCorefile(s *server, stanza string, refresh, stateTimeout time.Duration) string {
+	return fmt.Sprintf(`.:%d {
+    bind 127.0.0.1
+    ready 127.0.0.1:%d
+    prometheus 127.0.0.1:%d
+    pprof 127.0.0.1:%d
+    mesosschema mesos {
+        %s
+        refresh %s
+        state_timeout %s
+    }
+}
+`, s.port, s.ready, s.metrics, s.pprof, stanza, refresh, stateTimeout)
+}
+
+// startServer writes the server's Corefile, as corefile makes it for the
+// server's ports, into work and starts it.
+func startServer(cfg *config, work, key string, corefile func(*server) string) (*server, error) {
 	ports, err := dnsload.FreePorts(5)
 	if err != nil {
 		return nil, err
 	}
 	s := &server{key: key, port: ports[0], apPort: ports[1], ready: ports[2], metrics: ports[3], pprof: ports[4]}
-	cf := stockCorefile(kubeconfig, s)
-	if key == keyOurs {
-		cf = oursCorefile(kubeconfig, s)
-	}
+	cf := corefile(s)
 	conf := filepath.Join(work, key+".Corefile")
 	if err := os.WriteFile(conf, []byte(cf), 0o644); err != nil {
 		return nil, fmt.Errorf("write %s: %w", conf, err)
@@ -155,28 +170,52 @@ func (s *server) isReady() bool {
 // one of labels, from the prometheus plugin; none when the family is
 // absent.
 func (s *server) metric(name string, labels ...string) ([]float64, error) {
+	var out []float64
+	err := s.samples(name, func(line string, v float64) {
+		if containsAll(line, labels) {
+			out = append(out, v)
+		}
+	})
+	return out, err
+}
+
+// metricByLabel returns the samples of a metric family by the value of
+// one of their labels.
+func (s *server) metricByLabel(name, label string) (map[string]float64, error) {
+	out := map[string]float64{}
+	err := s.samples(name, func(line string, v float64) {
+		if _, rest, ok := strings.Cut(line, label+`="`); ok {
+			value, _, _ := strings.Cut(rest, `"`)
+			out[value] = v
+		}
+	})
+	return out, err
+}
+
+// samples calls fn with each sample line of the metric family name, and
+// its value.
+func (s *server) samples(name string, fn func(line string, v float64)) error {
 	c := &http.Client{Timeout: 2 * time.Second}
 	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
 	if err != nil {
-		return nil, fmt.Errorf("metrics of %s: %w", s, err)
+		return fmt.Errorf("metrics of %s: %w", s, err)
 	}
 	defer resp.Body.Close()
-	var out []float64
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") || !containsAll(line, labels) {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
 			continue
 		}
 		f := strings.Fields(line)
 		v, err := strconv.ParseFloat(f[len(f)-1], 64)
 		if err != nil {
-			return nil, fmt.Errorf("metrics of %s: %q: %w", s, line, err)
+			return fmt.Errorf("metrics of %s: %q: %w", s, line, err)
 		}
-		out = append(out, v)
+		fn(line, v)
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 func containsAll(line string, parts []string) bool {

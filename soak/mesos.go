@@ -1,0 +1,489 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/test/dnsload"
+	"github.com/schemadns/schemadns/test/mesosmaster"
+	"github.com/schemadns/schemadns/test/zookeeper"
+)
+
+// The Mesos scenarios run bin/coredns with mesosschema against stand-in
+// masters (test/mesosmaster) on 127.0.0.2 and 127.0.0.3, serving a
+// generated cluster whose tasks change between polls, and break the
+// masters in the ways the plugin promises to survive. They need no API
+// server: a run of these alone starts none.
+
+// The masters' addresses: loopback IPs of their own, as masters have
+// hosts of their own.
+const (
+	firstMasterIP  = "127.0.0.2"
+	secondMasterIP = "127.0.0.3"
+)
+
+// mesosScenario is one Mesos scenario: its name for -scenarios, its
+// title in the report, the masters it starts, and what it does.
+type mesosScenario struct {
+	name, title string
+	masters     int
+	zk          bool // leader detection through ZooKeeper, not the masters list
+	// attempts is how many fetches of one poll can each take the whole
+	// state_timeout: the staleness allowed is refresh + attempts ×
+	// state_timeout + mesosSlack.
+	attempts int
+	run      func(context.Context, *mesosEnv) error
+	// criteria judge the scenario once its observers have stopped.
+	criteria func(*mesosEnv) []criterion
+}
+
+// mesosScenarios are the scenarios, in the order they run.
+var mesosScenarios = []mesosScenario{
+	{name: "mesos-outage", title: "Master outage", masters: 1, attempts: 1, run: runMesosOutage, criteria: outageCriteria},
+	{name: "mesos-badstate", title: "Bad states", masters: 1, attempts: 1, run: runMesosBadState, criteria: outageCriteria},
+	{name: "mesos-slow", title: "Slow master", masters: 2, attempts: 2, run: runMesosSlow, criteria: slowCriteria},
+	{name: "mesos-failover", title: "Failover to the second master", masters: 2, attempts: 1, run: runMesosFailover, criteria: failoverCriteria},
+	{name: "mesos-failover-zk", title: "Failover found through ZooKeeper", masters: 2, zk: true, attempts: 1, run: runMesosFailover, criteria: failoverCriteria},
+	{name: "mesos-zk-down", title: "ZooKeeper down", masters: 1, zk: true, attempts: 1, run: runMesosZKDown, criteria: zkDownCriteria},
+	{name: "mesos-handover", title: "Leader change followed through a redirect", masters: 2, attempts: 1, run: runMesosHandover, criteria: failoverCriteria},
+	{name: "mesos-noagents", title: "New leader without agents", masters: 2, attempts: 1, run: runMesosNoAgents, criteria: noAgentsCriteria},
+}
+
+// mesosSlack is the time to decode a state and build its snapshot, and the
+// scheduling delays of a loaded machine, in the staleness allowed.
+const mesosSlack = time.Second
+
+// mesosResults are the Mesos scenarios' results, with the run they come
+// from: a run of the Mesos scenarios alone keeps the Kubernetes results
+// of the page as they were, and the reverse.
+type mesosResults struct {
+	Started, Finished     time.Time
+	Command, Note         string
+	Machine, Cluster      string
+	Refresh, StateTimeout string
+	Scenarios             []*mesosResult
+	Durations, Errors     []string
+}
+
+func newMesosResults(cfg *config, args []string) *mesosResults {
+	o := mesosShape(cfg.mesosTasks)
+	return &mesosResults{
+		Started: time.Now(), Command: command(cfg, args), Note: cfg.Note, Machine: machine(),
+		Cluster: fmt.Sprintf("%d running tasks (%d more in other states) of 1 to %d instances an app in %d frameworks on %d agents (mesosstatetest's BenchShape, scaled; IPv4 agents)",
+			o.Tasks, int(float64(o.Tasks)*o.NotRunning+0.5), o.MaxInstances, o.Frameworks, o.Agents),
+		Refresh: cfg.mesosRefresh.String(), StateTimeout: cfg.mesosStateTimeout.String(),
+	}
+}
+
+// runMesos runs the selected Mesos scenarios, each with masters and a
+// server of its own; a failed one does not stop the others.
+func runMesos(ctx context.Context, cfg *config, work string, res *mesosResults) {
+	for i, sc := range mesosScenarios {
+		if !cfg.isSelected(sc.name) {
+			continue
+		}
+		start := time.Now()
+		logf("scenario %s", sc.name)
+		r, err := runMesosScenario(ctx, cfg, work, sc, uint64(i+1))
+		if r != nil {
+			res.Scenarios = append(res.Scenarios, r)
+		}
+		if err != nil {
+			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", sc.name, err))
+			logf("%s: %v", sc.name, err)
+		}
+		res.Durations = append(res.Durations, fmt.Sprintf("%s %s", sc.name, time.Since(start).Round(time.Second)))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	res.Finished = time.Now()
+}
+
+// mesosEnv is one Mesos scenario's world.
+type mesosEnv struct {
+	cfg     *config
+	sc      mesosScenario
+	cluster *mesosCluster
+	masters []*mesosmaster.Master
+	zk      *zookeeper.Server
+	members []*zookeeper.Master // the masters' znodes, with zk
+	srv     *server
+	hist    *history
+	mark    *marker
+	health  *health
+	polls   map[string]pollCounters // read as each phase began
+	logAt   int64                   // the size of the server's log as the fault began
+	// pinned is the last state before the fault, ended the state that
+	// ended it (0 until then).
+	pinned, ended int
+	res           *mesosResult
+}
+
+// runMesosScenario sets up sc's masters and server, runs it under the
+// checker and returns what it saw.
+func runMesosScenario(ctx context.Context, cfg *config, work string, sc mesosScenario, seed uint64) (*mesosResult, error) {
+	window := cfg.mesosRefresh + time.Duration(sc.attempts)*cfg.mesosStateTimeout + mesosSlack
+	e := &mesosEnv{cfg: cfg, sc: sc, cluster: newMesosCluster(cfg.mesosTasks, seed), hist: newHistory(window),
+		health: newHealth(sc.name, "coredns_mesosschema_master_reachable"), polls: map[string]pollCounters{},
+		res: &mesosResult{Name: sc.name, Title: sc.title, WindowSeconds: window.Seconds(), ServeSeconds: -1}}
+	e.health.sizeName = "coredns_mesosschema_names"
+	e.mark = newMarker(e.cluster.markerName())
+	defer e.teardown()
+	if err := e.setup(ctx, work); err != nil {
+		return e.res, err
+	}
+	bg, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { e.mark.follow(bg, e.srv) })
+	if _, err := e.mark.wait(ctx, 0, time.Minute); err != nil {
+		stop()
+		wg.Wait()
+		return e.res, fmt.Errorf("first state: %w", err)
+	}
+	e.hist.setPhase(phaseBefore)
+	e.readPolls(phaseBefore)
+	wg.Go(func() { e.health.watch(bg, []*server{e.srv}) })
+	wg.Go(func() { checkMesos(bg, e.srv, e.hist, cfg.checkRate) })
+	err := sc.run(ctx, e)
+	e.readPolls("end")
+	stop()
+	wg.Wait()
+	e.finish()
+	e.res.Criteria = sc.criteria(e)
+	if aerr := e.alive(); aerr != nil && err == nil {
+		err = aerr
+	}
+	return e.res, err
+}
+
+// setup starts the masters (the first leading, with the cluster's first
+// state; the second redirecting to it), ZooKeeper with both registered
+// when the scenario wants it, and the server.
+func (e *mesosEnv) setup(ctx context.Context, work string) error {
+	for i, ip := range []string{firstMasterIP, secondMasterIP}[:e.sc.masters] {
+		opts := mesosmaster.Options{Listen: ip + ":0"}
+		if i > 0 {
+			opts.Leader = e.masters[0].Addr()
+		}
+		m, err := mesosmaster.Start(opts)
+		if err != nil {
+			return fmt.Errorf("start a master on %s: %w", ip, err)
+		}
+		e.masters = append(e.masters, m)
+	}
+	if _, err := e.publish(e.masters[0], false, nil); err != nil {
+		return err
+	}
+	stanza := "masters " + e.masterList()
+	if e.sc.zk {
+		var err error
+		if e.zk, err = zookeeper.Start(ctx, zookeeper.Options{}); err != nil {
+			return err
+		}
+		for _, m := range e.masters {
+			ap := netip.MustParseAddrPort(m.Addr())
+			member, err := e.zk.RegisterMaster("/mesos", zookeeper.MasterInfo{IP: ap.Addr().String(), Port: int(ap.Port())})
+			if err != nil {
+				return err
+			}
+			e.members = append(e.members, member)
+		}
+		stanza = "zk " + e.zk.URL("/mesos")
+	}
+	e.res.Stanza = fmt.Sprintf("%s; refresh %s; state_timeout %s", stanza, e.cfg.mesosRefresh, e.cfg.mesosStateTimeout)
+	corefile := func(s *server) string { return mesosCorefile(s, stanza, e.cfg.mesosRefresh, e.cfg.mesosStateTimeout) }
+	var err error
+	e.srv, err = startServer(e.cfg, work, e.sc.name, corefile)
+	return err
+}
+
+// masterList is the masters stanza's list: the followers first, so that
+// the plugin's first poll follows a redirect (307) to the leader.
+func (e *mesosEnv) masterList() string {
+	var addrs []string
+	for _, m := range slices.Backward(e.masters) {
+		addrs = append(addrs, m.Addr())
+	}
+	return strings.Join(addrs, " ")
+}
+
+// publish makes m serve the next good state (the cluster stepped first
+// when change is set), then runs then (which makes the state reachable,
+// when m is down or not leading); the state is recorded as begun before,
+// visible after. It returns the state's number.
+func (e *mesosEnv) publish(m *mesosmaster.Master, change bool, then func() error) (int, error) {
+	if change {
+		e.cluster.step()
+	}
+	n := e.hist.count()
+	e.cluster.setMarker(n)
+	values := e.cluster.expect(netip.MustParseAddrPort(m.Addr()).Addr())
+	if got := e.hist.begin(values); got != n {
+		return 0, fmt.Errorf("state %d recorded as %d", n, got)
+	}
+	m.SetStateOf(e.cluster.st)
+	if then != nil {
+		if err := then(); err != nil {
+			return 0, err
+		}
+	}
+	e.hist.visible(n)
+	return n, nil
+}
+
+// churn publishes a changed state on m about every refresh for d, as
+// tasks come and go: the interval is drawn between half and one and a
+// half refresh, so that changes fall anywhere between two polls.
+func (e *mesosEnv) churn(ctx context.Context, m *mesosmaster.Master, d time.Duration) error {
+	for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; {
+		if _, err := e.publish(m, true, nil); err != nil {
+			return err
+		}
+		sleepCtx(ctx, e.cfg.mesosRefresh/2+time.Duration(e.cluster.r.Int64N(int64(e.cfg.mesosRefresh))))
+	}
+	return ctx.Err()
+}
+
+// settle waits until the server shows the newest state.
+func (e *mesosEnv) settle(ctx context.Context) error {
+	n, _ := e.hist.last()
+	_, err := e.mark.wait(ctx, n, e.hist.window+10*time.Second)
+	return err
+}
+
+// calm is the length of the phases before and after a fault.
+func (e *mesosEnv) calm() time.Duration { return max(3*time.Second, e.cfg.mesosFault/2) }
+
+// before runs the changes before a fault, lets the server catch up and
+// starts the fault's phase.
+func (e *mesosEnv) before(ctx context.Context, m *mesosmaster.Master) error {
+	if err := e.churn(ctx, m, e.calm()); err != nil {
+		return err
+	}
+	if err := e.settle(ctx); err != nil {
+		return err
+	}
+	e.res.LeaderBefore = netip.MustParseAddrPort(m.Addr()).Addr().String()
+	e.res.SerialStart, _ = soaSerial(e.srv, mesosZone)
+	e.logAt = e.logSize()
+	e.pinned, _ = e.hist.last()
+	e.hist.setPhase(phaseDuring)
+	e.readPolls(phaseDuring)
+	e.health.mark(&e.health.faultAt)
+	return nil
+}
+
+// recover ends the fault by publishing a changed state on m (then makes
+// it reachable), times its arrival, and runs the changes after.
+func (e *mesosEnv) recover(ctx context.Context, m *mesosmaster.Master, what string, then func() error) error {
+	e.res.SerialEnd, _ = soaSerial(e.srv, mesosZone)
+	n, err := e.publish(m, true, then)
+	e.health.mark(&e.health.endedAt)
+	e.hist.setPhase(phaseAfter)
+	e.readPolls(phaseAfter)
+	if err != nil {
+		return err
+	}
+	e.ended = n
+	e.res.ServeWhat = what
+	e.res.LeaderAfter = netip.MustParseAddrPort(m.Addr()).Addr().String()
+	shown, err := e.mark.wait(ctx, n, e.hist.window+30*time.Second)
+	if err != nil {
+		return fmt.Errorf("after the fault: %w", err)
+	}
+	e.res.ServeSeconds = shown.Sub(e.hist.visibleAt(n)).Seconds()
+	if err := e.churn(ctx, m, e.calm()); err != nil {
+		return err
+	}
+	if err := e.settle(ctx); err != nil {
+		return err
+	}
+	e.res.LeaderServed = e.leaderServed()
+	// Give the gauge its chance to come back before the sampling ends.
+	for wait := time.Now().Add(10 * time.Second); e.health.upAt() < 0 && time.Now().Before(wait); time.Sleep(250 * time.Millisecond) {
+	}
+	return nil
+}
+
+// leaderServed is the address leader.mesos answers.
+func (e *mesosEnv) leaderServed() string {
+	q := dnsload.NewQuerier(e.srv.addr())
+	defer q.Close()
+	r, _, err := q.Ask("leader."+mesosZone, dns.TypeA)
+	if err != nil {
+		return err.Error()
+	}
+	v, _ := answerCanonical(r)
+	return v
+}
+
+// step records one step of the fault, as the report lists it.
+func (e *mesosEnv) step(format string, args ...any) {
+	e.res.Steps = append(e.res.Steps, fmt.Sprintf(format, args...))
+	logf("%s: %s", e.sc.name, e.res.Steps[len(e.res.Steps)-1])
+}
+
+// waitRequests waits until m has had n more requests for its state than
+// it had at from (polls, as a master counts them), for up to within.
+func waitRequests(ctx context.Context, m *mesosmaster.Master, from, n int, within time.Duration) error {
+	for end := time.Now().Add(within); m.Requests() < from+n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) || ctx.Err() != nil {
+			return fmt.Errorf("master %s: %d of %d polls within %s", m.Addr(), m.Requests()-from, n, within)
+		}
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// finish collects what the scenario's observers saw.
+func (e *mesosEnv) finish() {
+	r := e.res
+	r.Check, r.Phases = e.hist.counted()
+	r.States = e.hist.count()
+	r.Ready, r.Gauge, r.GaugeDown, r.GaugeUp = e.health.summary()
+	r.Names, r.GaugeLast = e.health.sizes()
+	r.Polls = map[string]pollPhase{}
+	phases := []string{phaseBefore, phaseDuring, phaseAfter, "end"}
+	for i, ph := range phases[:3] {
+		from, ok1 := e.polls[ph]
+		to, ok2 := e.polls[phases[i+1]]
+		if ok1 && ok2 {
+			r.Polls[ph] = to.since(from)
+		}
+	}
+	r.Changes, _ = e.changeLatency(0, e.hist.count())
+	if e.ended > 0 {
+		r.FaultChanges, r.FaultUnseen = e.changeLatency(e.pinned, e.ended)
+	}
+	if e.srv != nil {
+		r.Panics = e.srv.panics()
+		r.LogsBefore, r.Logs, r.LogLines = mesosLogs(e.srv.logPath, e.logAt)
+	}
+}
+
+// changeLatency is the time from each state's being visible (the states
+// from+1 to to-1) to the server's first answer that shows it, over the
+// states the marker saw; unseen counts the others (a state replaced before
+// a poll fetched it is never shown, rightly).
+func (e *mesosEnv) changeLatency(from, to int) (q quantiles, unseen int) {
+	var d []time.Duration
+	for n := from + 1; n < to; n++ {
+		vis := e.hist.visibleAt(n)
+		if vis.IsZero() {
+			continue
+		}
+		if shown, ok := e.mark.shown(n); ok {
+			d = append(d, max(shown.Sub(vis), 0))
+		} else {
+			unseen++
+		}
+	}
+	return summarise(d), unseen
+}
+
+// alive checks that the server still runs and answers.
+func (e *mesosEnv) alive() error {
+	if e.srv == nil {
+		return nil
+	}
+	if !e.srv.alive() {
+		return fmt.Errorf("%s has exited; see %s", e.srv, e.srv.logPath)
+	}
+	n, _ := e.hist.last()
+	p := liveness{addr: e.srv.addr(), query: question(e.cluster.markerName(), dns.TypeA), check: wantA(nth(markerBase, uint32(n)).String())}
+	for _, network := range []string{"udp", "tcp"} {
+		if err := probe(p, network); err != nil {
+			return fmt.Errorf("%s liveness: %w", e.srv, err)
+		}
+	}
+	return nil
+}
+
+// teardown stops the server, ZooKeeper and the masters.
+func (e *mesosEnv) teardown() {
+	if e.srv != nil {
+		e.srv.stop()
+	}
+	if e.zk != nil {
+		if err := e.zk.Stop(); err != nil {
+			logf("stop ZooKeeper: %v", err)
+		}
+	}
+	for _, m := range e.masters {
+		m.Close()
+	}
+}
+
+// The log lines of mesosschema that the report counts, by kind.
+var mesosLogPatterns = map[string]string{
+	"outage":   "no master gives a good state",
+	"recovery": "gives a good state again",
+	"held":     "lists no agent",
+	"zk-lost":  "connection lost; keeping the last leader",
+	"zk-back":  ": connected again",
+}
+
+// maxLogLines bounds the plugin's log lines the report quotes.
+const maxLogLines = 30
+
+// mesosLogs counts the lines of the server's log about the masters, before
+// the byte offset from (the fault's start) and after it, and returns the
+// plugin's lines (each cut to 300 bytes, at most maxLogLines), with the
+// lines that continue them: a poll's failure lists each master's on a
+// line of its own, "master host:port: ...".
+func mesosLogs(path string, from int64) (before, after map[string]int, lines []string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, []string{fmt.Sprintf("log unreadable: %v", err)}
+	}
+	before, after = map[string]int{}, map[string]int{}
+	offset := int64(0)
+	continued := false // the line before was the plugin's, or continued one
+	for line := range strings.SplitSeq(string(b), "\n") {
+		counts := after
+		if offset < from {
+			counts = before
+		}
+		offset += int64(len(line)) + 1
+		for kind, p := range mesosLogPatterns {
+			if strings.Contains(line, p) {
+				counts[kind]++
+			}
+		}
+		ours := strings.Contains(line, "plugin/mesosschema")
+		continued = ours || continued && strings.HasPrefix(line, "master ")
+		if continued && len(lines) < maxLogLines {
+			if len(line) > 300 {
+				line = line[:300] + "…"
+			}
+			lines = append(lines, line)
+		}
+	}
+	return before, after, lines
+}
+
+// logSize is the size of the server's log now.
+func (e *mesosEnv) logSize() int64 {
+	fi, err := os.Stat(e.srv.logPath)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
