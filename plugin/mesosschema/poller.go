@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"net"
 	"strconv"
 	"strings"
@@ -29,16 +28,11 @@ type poller struct {
 	b      *builder
 	wake   func()
 
-	// seed hashes bodies: an unchanged body is neither decoded nor
-	// offered.
-	seed maphash.Seed
-	// What the last state offered was: its body's hash, the master that
-	// served it and the leader it named. Owned by the poll goroutine.
-	lastHash           uint64
-	lastMaster, leader string
 	// emptied counts the polls in a row whose state had no agent while the
-	// zone served some (see holdEmpty).
+	// zone served some (see holdEmpty); held is that state, which the
+	// client may then report unchanged. Owned by the poll goroutine.
 	emptied int
+	held    *mesosstate.State
 
 	// first is closed once a state has been offered; lastErr is why none
 	// has, while it is open.
@@ -65,7 +59,7 @@ type poller struct {
 const holdPolls = 3
 
 func newPoller(m *Mesosschema, client *mesosmaster.Client) *poller {
-	p := &poller{m: m, client: client, seed: maphash.MakeSeed(), first: make(chan struct{})}
+	p := &poller{m: m, client: client, first: make(chan struct{})}
 	p.b = &builder{m: m}
 	return p
 }
@@ -140,21 +134,14 @@ func (p *poller) run(ctx context.Context) {
 	}
 }
 
-// poll fetches the state once and offers its records if it changed.
+// poll fetches the state once and offers its records if it changed. A
+// state served in the same bytes as the last one accepted is neither
+// decompressed nor decoded (the client recognises it).
 func (p *poller) poll(ctx context.Context) {
 	start := time.Now()
-	var (
-		st        *mesosstate.State
-		hash      uint64
-		unchanged bool
-	)
+	var st *mesosstate.State
 	res, err := p.client.Fetch(ctx, func(body []byte, master string) (string, error) {
-		st, unchanged = nil, false
-		h := maphash.Bytes(p.seed, body)
-		if h == p.lastHash && master == p.lastMaster {
-			unchanged = true
-			return p.leader, nil
-		}
+		st = nil
 		s, err := mesosstate.Decode(body)
 		if err != nil {
 			return "", err
@@ -163,7 +150,7 @@ func (p *poller) poll(ctx context.Context) {
 		if err != nil {
 			return "", err
 		}
-		st, hash = s, h
+		st = s
 		metrics.stateBytes.Set(float64(len(body)))
 		return leader, nil
 	})
@@ -175,15 +162,17 @@ func (p *poller) poll(ctx context.Context) {
 		return
 	}
 	p.answered(res.Master)
+	if res.Unchanged && p.held != nil {
+		st = p.held // the state held back, again
+	}
 	switch {
-	case unchanged:
+	case res.Unchanged && st == nil:
 		metrics.polls.WithLabelValues("unchanged").Inc()
 	case p.holdEmpty(st):
 		metrics.polls.WithLabelValues("held").Inc()
 	default:
 		metrics.polls.WithLabelValues("changed").Inc()
 		p.offer(st, start)
-		p.lastHash, p.lastMaster, p.leader = hash, res.Master, mustLeader(st)
 	}
 }
 
@@ -202,14 +191,19 @@ func (p *poller) offer(st *mesosstate.State, start time.Time) {
 // row (see holdPolls).
 func (p *poller) holdEmpty(st *mesosstate.State) bool {
 	if len(st.Slaves) > 0 || !p.Synced() || p.m.Snapshot() == nil || p.m.Snapshot().Service("slave") == nil {
-		p.emptied = 0
+		p.emptied, p.held = 0, nil
 		return false
 	}
 	p.emptied++
 	if p.emptied == 1 {
 		log.Warningf("the leader's state lists no agent: keeping the last good state for up to %d polls (a new leader lists agents only once they register again)", holdPolls)
 	}
-	return p.emptied <= holdPolls
+	if p.emptied > holdPolls {
+		p.held = nil
+		return false
+	}
+	p.held = st
+	return true
 }
 
 // failed notes a poll that found no good state: logged once per outage,
@@ -220,7 +214,7 @@ func (p *poller) failed(err error) {
 	// One line: the failures of each master are joined with newlines.
 	err = errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
 	p.lastErr.Store(&err)
-	p.emptied = 0 // a hold counts agentless states in a row
+	p.emptied, p.held = 0, nil // a hold counts agentless states in a row
 	if !p.outage.IsZero() {
 		return
 	}
@@ -250,10 +244,4 @@ func leaderAddr(st *mesosstate.State) (string, error) {
 		return "", err
 	}
 	return net.JoinHostPort(pid.Host, strconv.Itoa(int(pid.Port))), nil
-}
-
-// mustLeader is leaderAddr of a state Decode accepted (its leader parses).
-func mustLeader(st *mesosstate.State) string {
-	a, _ := leaderAddr(st)
-	return a
 }

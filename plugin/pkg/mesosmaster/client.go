@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net"
 	"net/http"
 	"os"
@@ -28,18 +29,34 @@ type Client struct {
 	auth      authorizer      // nil: no Authorization header
 	zk        *detector       // nil without Config.ZK
 
-	mu         sync.Mutex // serialises Fetch, which owns what follows
-	buf        []byte     // the last state; the next Fetch overwrites it
-	lastLeader string     // the master that served the last state
+	mu sync.Mutex // serialises Fetch, which owns what follows
+	// wire holds a response's bytes as they came, gzipped when the master
+	// compressed them (a tenth of the state): kept between polls, and
+	// hashed so that a state the caller accepted last is neither
+	// decompressed nor checked again.
+	wire []byte
+	// encoding is wire's Content-Encoding ("" or "gzip").
+	encoding string
+	// seed hashes wire; accepted is the hash of the last state check
+	// accepted, by the master that served it.
+	seed       maphash.Seed
+	accepted   map[string]uint64
+	lastLeader string // the master that served the last state
 
 	stopped atomic.Bool
 }
 
 // Result is a state and where it came from.
 type Result struct {
-	// Body is the state as served. It lives in a buffer that the next Fetch
-	// overwrites: decode it, or copy it, before fetching again.
+	// Body is the state as served, decompressed; nil when Unchanged. Its
+	// buffer is not kept by the client: it is the caller's until it lets
+	// go of it (a state is tens of megabytes, and the heap between polls
+	// should not hold one).
 	Body []byte
+	// Unchanged: the master served the same bytes as the state the last
+	// check accepted from it, so the state was neither decompressed nor
+	// checked again.
+	Unchanged bool
 	// Master is the host:port that served Body: the leader as far as the
 	// caller's check could tell.
 	Master string
@@ -77,6 +94,8 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		cfg:       cfg,
+		seed:      maphash.MakeSeed(),
+		accepted:  map[string]uint64{},
 		transport: transport,
 		http: &http.Client{
 			Transport:     transport,

@@ -1,9 +1,13 @@
 package mesosmaster
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net"
 	"net/http"
@@ -54,14 +58,24 @@ func (c *Client) fetchFrom(ctx context.Context, master string, check CheckFunc, 
 			continue
 		}
 		served := hostPort(target)
-		leader, err := check(c.buf[:len(c.buf):len(c.buf)], served)
+		digest := maphash.Bytes(c.seed, c.wire)
+		if d, ok := c.accepted[served]; ok && d == digest {
+			return Result{Master: served, Unchanged: true}, nil
+		}
+		body, err := c.decoded()
+		if err != nil {
+			failed[target.Host] = true
+			return Result{}, fmt.Errorf("state from %s: %w", served, err)
+		}
+		leader, err := check(body, served)
 		if err != nil {
 			failed[target.Host] = true
 			return Result{}, fmt.Errorf("state from %s: %w", served, err)
 		}
 		leader = leaderHostPort(leader)
 		if leader == "" || c.sameMaster(ctx, served, leader) {
-			return Result{Body: c.buf[:len(c.buf):len(c.buf)], Master: served}, nil
+			c.accepted[served] = digest
+			return Result{Body: body, Master: served}, nil
 		}
 		if askedLeader || hop == maxHops {
 			return Result{}, fmt.Errorf("%w: %s names %s as the leader", ErrNotLeader, served, leader)
@@ -98,6 +112,10 @@ func (c *Client) get(ctx context.Context, target *url.URL) (*url.URL, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	// Asked for here, the transport leaves the body compressed: an
+	// unchanged state is recognised by its compressed bytes (decoded
+	// only when new).
+	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("User-Agent", userAgent)
 	var authz string
 	if c.auth != nil {
@@ -148,42 +166,76 @@ func redirectTarget(from *url.URL, resp *http.Response) (*url.URL, error) {
 	return to, nil
 }
 
-// readBody reads resp's body into c.buf, reusing its room: a big cluster's
-// state is tens of megabytes each poll. It fails past Config.MaxBodySize;
-// the Content-Length, when sent, is checked first.
+// readBody reads resp's body as it came into c.wire, reusing its room.
+// It fails past Config.MaxBodySize; the Content-Length, when sent, is
+// checked first.
 func (c *Client) readBody(resp *http.Response) error {
 	limit := c.cfg.MaxBodySize
 	if resp.ContentLength > limit {
 		return fmt.Errorf("%w: Content-Length %d, the limit is %d bytes", ErrBodyTooLarge, resp.ContentLength, limit)
 	}
-	buf := c.buf[:0]
-	if resp.ContentLength >= 0 && int64(cap(buf)) <= resp.ContentLength {
-		// One byte more than the body, so that EOF is met without growing.
+	c.encoding = strings.ToLower(resp.Header.Get("Content-Encoding"))
+	if c.encoding != "" && c.encoding != "gzip" && c.encoding != "identity" {
+		return fmt.Errorf("state in the unknown encoding %q", c.encoding)
+	}
+	buf := c.wire[:0]
+	if resp.ContentLength >= 0 && (int64(cap(buf)) <= resp.ContentLength || int64(cap(buf)) > 2*resp.ContentLength+minGrow) {
+		// One byte more than the body, so that EOF is met without
+		// growing; and room given back when the state shrank.
 		buf = make([]byte, 0, resp.ContentLength+1)
 	}
-	defer func() { c.buf = buf }()
+	buf, err := readAll(resp.Body, buf, limit)
+	c.wire = buf
+	if err != nil {
+		c.wire = c.wire[:0]
+	}
+	return err
+}
+
+// readAll appends r's bytes to buf, up to limit.
+func readAll(r io.Reader, buf []byte, limit int64) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			if int64(len(buf)) > limit {
-				buf = buf[:0]
-				return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, limit)
+				return buf, fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, limit)
 			}
 			room := min(max(int64(cap(buf)), minGrow), limit+1-int64(len(buf)))
 			buf = slices.Grow(buf, int(room))
 		}
-		n, err := resp.Body.Read(buf[len(buf):cap(buf)])
+		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		switch {
 		case err == io.EOF && int64(len(buf)) > limit:
-			buf = buf[:0]
-			return fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, limit)
+			return buf, fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, limit)
 		case err == io.EOF:
-			return nil
+			return buf, nil
 		case err != nil:
-			buf = buf[:0]
-			return fmt.Errorf("read state: %w", err)
+			return buf, fmt.Errorf("read state: %w", err)
 		}
 	}
+}
+
+// decoded is c.wire decompressed, in a buffer of its own sized by the
+// gzip trailer (the uncompressed size, modulo 4 GiB), or c.wire itself
+// when it came uncompressed.
+func (c *Client) decoded() ([]byte, error) {
+	if c.encoding != "gzip" {
+		return c.wire, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(c.wire))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	size := int64(0)
+	if n := len(c.wire); n >= 4 {
+		size = int64(binary.LittleEndian.Uint32(c.wire[n-4:]))
+	}
+	buf := make([]byte, 0, min(size, c.cfg.MaxBodySize)+1)
+	buf, err = readAll(zr, buf, c.cfg.MaxBodySize)
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	return buf, nil
 }
 
 // drainAndClose discards what is left of a small body, so that its

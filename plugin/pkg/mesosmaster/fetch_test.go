@@ -1,20 +1,24 @@
 package mesosmaster
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 	"unsafe"
 )
 
-// TestFetchLeader: the leader answers, and the next Fetch reads into the
-// same buffer.
+// TestFetchLeader: the leader answers; the next Fetch reads the same
+// state into the same wire buffer, and says it is unchanged.
 func TestFetchLeader(t *testing.T) {
 	leader := serveMaster(t, leading)
 	c := newClient(t, Config{Masters: []string{leader.addr}})
@@ -28,13 +32,14 @@ func TestFetchLeader(t *testing.T) {
 	if want := string(stateJSON(leader.addr, leader.addr, 0)); string(res.Body) != want {
 		t.Errorf("Body = %s, want %s", res.Body, want)
 	}
-	first := unsafe.SliceData(res.Body)
+	first := unsafe.SliceData(c.wire)
 	res, err = c.Fetch(context.Background(), checkState)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if unsafe.SliceData(res.Body) != first {
-		t.Error("the second Fetch allocated a new body buffer")
+	if unsafe.SliceData(c.wire) != first || !res.Unchanged || res.Body != nil {
+		t.Errorf("second Fetch: a new wire buffer %t, unchanged %t, body %d bytes; want the same buffer, unchanged, no body",
+			unsafe.SliceData(c.wire) != first, res.Unchanged, len(res.Body))
 	}
 }
 
@@ -253,12 +258,15 @@ func TestFetchRedirectLoop(t *testing.T) {
 }
 
 // TestReadBodyReuse: bodies of varying sizes, with and without a
-// Content-Length, land in one buffer that grows only when it must.
+// Content-Length, land in one buffer that grows only when it must, and is
+// made smaller when a state shrank far below it.
 func TestReadBodyReuse(t *testing.T) {
-	size := 100 << 10
+	size, serial := 100<<10, 0
 	chunked := false
 	m := serveMaster(t, func(m *fakeMaster, w http.ResponseWriter, _ *http.Request) {
+		serial++ // a new state each time: none is Unchanged
 		body := stateJSON(m.addr, m.addr, size)
+		copy(body[len(body)-10:], fmt.Sprintf("%08d", serial))
 		if chunked {
 			w.(http.Flusher).Flush()
 		} else {
@@ -277,18 +285,86 @@ func TestReadBodyReuse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Body) != size {
-			t.Fatalf("body of %d bytes, want %d", len(res.Body), size)
+		if len(res.Body) != size || res.Unchanged {
+			t.Fatalf("body of %d bytes (unchanged %t), want %d", len(res.Body), res.Unchanged, size)
 		}
-		caps = append(caps, cap(c.buf))
+		caps = append(caps, cap(c.wire))
 	}
-	// The first body sized the buffer; only the 300 KiB one grew it.
+	// The first body sized the buffer; the 300 KiB one grew it; the
+	// 200-byte one, with its length known, shrank it.
 	for i, n := range caps {
-		grew := i > 0 && n != caps[i-1]
-		if grew != (i == 4) {
-			t.Errorf("buffer capacities %v: want growth only at the fifth fetch", caps)
+		changed := i > 0 && n != caps[i-1]
+		if changed != (i == 4 || i == 5) {
+			t.Errorf("buffer capacities %v: want changes only at the fifth and sixth fetches", caps)
 			break
 		}
+	}
+}
+
+// TestFetchUnchanged: the same bytes as the state last accepted from a
+// master are neither decompressed nor checked again; other bytes are. A
+// gzipped state (as a master sends one to a client that takes gzip) is
+// decompressed for check, and recognised unchanged by its compressed
+// bytes.
+func TestFetchUnchanged(t *testing.T) {
+	for _, gz := range []bool{false, true} {
+		t.Run(fmt.Sprint("gzip=", gz), func(t *testing.T) {
+			var version atomic.Int32
+			m := serveMaster(t, func(m *fakeMaster, w http.ResponseWriter, r *http.Request) {
+				body := stateJSON(m.addr, m.addr, 4000+int(version.Load()))
+				if gz {
+					if r.Header.Get("Accept-Encoding") != "gzip" {
+						t.Errorf("Accept-Encoding %q", r.Header.Get("Accept-Encoding"))
+					}
+					var b bytes.Buffer
+					zw := gzip.NewWriter(&b)
+					_, _ = zw.Write(body)
+					_ = zw.Close()
+					w.Header().Set("Content-Encoding", "gzip")
+					body = b.Bytes()
+				}
+				_, _ = w.Write(body)
+			})
+			c := newClient(t, Config{Masters: []string{m.addr}})
+			checks := 0
+			check := func(body []byte, master string) (string, error) {
+				checks++
+				if !bytes.HasPrefix(body, []byte(`{"pid"`)) {
+					t.Errorf("check got %q…, not the state", body[:min(len(body), 20)])
+				}
+				return checkState(body, master)
+			}
+			for i, want := range []struct {
+				version   int32
+				unchanged bool
+				checks    int
+			}{{0, false, 1}, {0, true, 1}, {0, true, 1}, {1, false, 2}, {1, true, 2}} {
+				version.Store(want.version)
+				res, err := c.Fetch(context.Background(), check)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Unchanged != want.unchanged || (res.Body == nil) != want.unchanged || checks != want.checks {
+					t.Errorf("fetch %d: unchanged %t, body %d bytes, %d checks; want %t and %d checks",
+						i, res.Unchanged, len(res.Body), checks, want.unchanged, want.checks)
+				}
+			}
+		})
+	}
+}
+
+// TestFetchBadGzip: a body that claims gzip and is not is a bad state:
+// the next master is asked.
+func TestFetchBadGzip(t *testing.T) {
+	bad := serveMaster(t, func(_ *fakeMaster, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		_, _ = w.Write([]byte("not gzip at all"))
+	})
+	good := serveMaster(t, leading)
+	c := newClient(t, Config{Masters: []string{bad.addr, good.addr}})
+	res, err := c.Fetch(context.Background(), checkState)
+	if err != nil || res.Master != good.addr || !strings.Contains(fmt.Sprint(res.Failures), "gunzip") {
+		t.Errorf("Fetch = %s, %v (failures %v); want %s after a gunzip failure", res.Master, err, res.Failures, good.addr)
 	}
 }
 
