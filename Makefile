@@ -63,9 +63,10 @@ run: build tools ## serve Corefile.example on 127.0.0.1:1053 (a local API server
 run-mesos: build ## serve Corefile.mesos on 127.0.0.1:1053: the Mesos-DNS names of examples/mesos, from a stand-in Mesos master on 127.0.0.1:5050
 	hack/run-mesos.sh
 
-# SCALE: default (the four cluster shapes at full size; about 22 minutes on
-# two cores) or small (a tenth of each, shorter runs; a few minutes).
-# SHAPES: a subset, e.g. SHAPES=S2 or SHAPES=S1,S4 (default: all). BENCHFLAGS:
+# SCALE: default (the four cluster shapes and the two Mesos ones at full
+# size; about 32 minutes on two cores) or small (a tenth of each, shorter
+# runs; a few minutes). SHAPES: a subset, e.g. SHAPES=S2, SHAPES=S1,S4 or
+# SHAPES=M1 (default: all). BENCHFLAGS:
 # more flags of the tool (cd bench && go run . -h).
 SCALE      ?= default
 SHAPES     ?=

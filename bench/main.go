@@ -10,7 +10,9 @@
 // generated Corefile, and measures memory, start-up and behaviour under
 // EndpointSlice churn; on the default fixture also CPU per query (dnsperf
 // and /proc), TCP answers, programming latency and in-process ServeDNS.
-// `make bench` runs it; by hand:
+// On the Mesos shapes (mesos.go) it measures mesosschema polling a
+// stand-in Mesos master, against the stock file plugin serving the same
+// records. `make bench` runs it; by hand:
 //
 //	cd bench && go run . -scale small -shapes S2
 //
@@ -34,6 +36,7 @@ import (
 type config struct {
 	toolflags.Common
 	shapes                []shape
+	mesos                 []mesosShape
 	rounds                int
 	starts                int
 	duration, satDuration time.Duration
@@ -46,6 +49,7 @@ type config struct {
 	profile               string
 	rewrite               bool
 	churn                 churnConfig
+	mesosOpts             mesosConfig
 }
 
 // presets are the scales: flag values applied unless given on the command
@@ -55,7 +59,7 @@ var presets = map[string]map[string]string{
 	"default": {},
 	"small": {
 		"rounds": "3", "duration": "4s", "sat-duration": "2s", "changes": "60", "benchtime": "300ms",
-		"churn-duration": "15s",
+		"churn-duration": "15s", "mesos-changes": "8", "mesos-polls": "8",
 	},
 }
 
@@ -64,7 +68,8 @@ func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var shapes string
 	cfg.Register(fs, "benchmarks.md, .svg and .json", "Corefiles, logs, query files", "default (the shapes at full size) or small (a tenth of each, shorter runs)")
-	fs.StringVar(&shapes, "shapes", "S1,S2,S3,S4", "the cluster shapes to measure, comma-separated: S1 ClusterIP-heavy, S2 headless-heavy in one namespace, S3 the default fixture with pods (CPU, TCP and latency tests too), S4 fat services")
+	fs.StringVar(&shapes, "shapes", "S1,S2,S3,S4,M1,M2", "the shapes to measure, comma-separated: S1 ClusterIP-heavy, S2 headless-heavy in one namespace, S3 the default fixture with pods (CPU, TCP and latency tests too), S4 fat services; "+
+		"M1 a Mesos cluster (mesosschema polling a stand-in master, against the stock file plugin), M2 the same at its most costly for DNS")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds of the CPU tests; figures are medians over rounds")
 	fs.IntVar(&cfg.starts, "starts", 3, "starts of kubeschema and of stock per shape, in turn, timed to their first complete answer (the figure is the median)")
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "length of each fixed-load run")
@@ -81,8 +86,13 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.churn.duration, "churn-duration", time.Minute, "length of the churn, per shape")
 	fs.IntVar(&cfg.churn.writers, "churn-writers", 64, "concurrent writers of the churn (client-go, no client-side rate limit)")
 	fs.IntVar(&cfg.churn.checkRate, "check-rate", 2000, "queries/s the checker sends to each server during the churn")
+	fs.IntVar(&cfg.mesosOpts.changes, "mesos-changes", 20, "Mesos shapes: state changes timed from the poll that carries them to the first answer that shows them, for each kind of change")
+	fs.IntVar(&cfg.mesosOpts.polls, "mesos-polls", 20, "Mesos shapes: polls of each kind whose server CPU is measured")
+	fs.Float64Var(&cfg.mesosOpts.replace, "mesos-replace", 0.1, "Mesos shapes: the share of running tasks the large change replaces")
+	fs.IntVar(&cfg.mesosOpts.qps, "mesos-qps", 0, "Mesos shapes: offered load of the query mix, queries/s (0: half the slower target's saturated rate)")
 	fs.BoolVar(&cfg.rewrite, "rewrite", false, "measure nothing: write benchmarks.md and benchmarks.svg again from OUT/benchmarks.json")
-	fs.StringVar(&cfg.profile, "profile", "", "write profiles to this directory: each Kubernetes target's heap after sync, and each target's CPU (the floor's too) during one more fixed-load run of each test after the rounds (not in the figures)")
+	fs.StringVar(&cfg.profile, "profile", "", "write profiles to this directory: each Kubernetes target's heap after sync, and each target's CPU (the floor's too) during one more fixed-load run of each test after the rounds; "+
+		"on Mesos shapes the heap of mesosschema and file at rest and of the poller after the poll tests, and the poller's CPU over a short series of unchanged and of one-task polls (none in the figures)")
 	if err := cfg.Parse(fs, args, presets); err != nil {
 		return nil, err
 	}
@@ -92,7 +102,7 @@ func parseFlags(args []string) (*config, error) {
 // finish resolves paths and the shapes and checks the values.
 func (cfg *config) finish(shapes string) error {
 	var err error
-	if cfg.shapes, err = pickShapes(cfg.Scale, shapes); err != nil {
+	if cfg.shapes, cfg.mesos, err = pickShapes(cfg.Scale, shapes); err != nil {
 		return fmt.Errorf("-shapes: %w", err)
 	}
 	if err := cfg.Finish(); err != nil {
@@ -105,6 +115,10 @@ func (cfg *config) finish(shapes string) error {
 		return errors.New("-churn-writers must be at least 1")
 	case cfg.churn.rate < 1 || cfg.churn.checkRate < 1 || cfg.churn.duration <= 0:
 		return errors.New("-churn-rate, -check-rate and -churn-duration must be positive")
+	case cfg.mesosOpts.changes < 1 || cfg.mesosOpts.polls < 1:
+		return errors.New("-mesos-changes and -mesos-polls must be at least 1")
+	case cfg.mesosOpts.replace <= 0 || cfg.mesosOpts.replace > 1:
+		return errors.New("-mesos-replace must be in (0, 1]")
 	}
 	return nil
 }

@@ -22,8 +22,10 @@ func writeReport(cfg *config, res *results) error {
 	}
 	files := map[string][]byte{
 		"benchmarks.md":   []byte(markdown(res)),
-		"benchmarks.svg":  []byte(chart(res)),
 		"benchmarks.json": append(raw, '\n'),
+	}
+	if len(res.Shapes) > 0 { // the chart is the cluster shapes'; a Mesos-only run leaves it as it was
+		files["benchmarks.svg"] = []byte(chart(res))
 	}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(cfg.OutDir, name), b, 0o644); err != nil {
@@ -84,20 +86,30 @@ func markdown(res *results) string {
 	}
 	b.p("Run of %s, %s, at scale %s. Command: `%s` (what `make bench` runs, from the repository's top directory).",
 		res.Started.UTC().Format("2006-01-02 15:04 UTC"), res.Finished.Sub(res.Started).Round(time.Second), res.Scale, res.Command)
-	b.p("**kubeschema** (ours) is compared with **stock**, CoreDNS's own `kubernetes` plugin compiled into the same binary, with the same options, on each cluster shape below; the CPU tests also show the **floor** (a server block with only `whoami`), and **kubeschema+multicluster** against **stock+multicluster** on `clusterset.local`.")
+	if len(res.Shapes) > 0 {
+		b.p("**kubeschema** (ours) is compared with **stock**, CoreDNS's own `kubernetes` plugin compiled into the same binary, with the same options, on each cluster shape below; the CPU tests also show the **floor** (a server block with only `whoami`), and **kubeschema+multicluster** against **stock+multicluster** on `clusterset.local`.")
+	}
+	if len(res.Mesos) > 0 {
+		b.p("**mesosschema** (ours) is measured on the Mesos shapes %s, polling a stand-in Mesos master, against CoreDNS's stock `file` plugin serving the same records: see [Mesos](#mesos).", mesosShapeList(res))
+	}
 	writeMachine(&b, res)
 	writeGoals(&b, res)
-	b.p("![Memory by shape, start-up, CPU per query and TCP answer size of kubeschema and the stock kubernetes plugin](benchmarks.svg)")
-	writeShapes(&b, res)
-	writeMemoryByShape(&b, res)
-	writeChurn(&b, res)
-	writeWindows(&b, res)
-	for _, sr := range res.Shapes {
-		if sr.Perf != nil {
-			writePerf(&b, res, sr)
+	if len(res.Shapes) > 0 {
+		b.p("![Memory by shape, start-up, CPU per query and TCP answer size of kubeschema and the stock kubernetes plugin](benchmarks.svg)")
+		writeShapes(&b, res)
+		writeMemoryByShape(&b, res)
+		writeChurn(&b, res)
+		writeWindows(&b, res)
+		for _, sr := range res.Shapes {
+			if sr.Perf != nil {
+				writePerf(&b, res, sr)
+			}
 		}
 	}
-	writeMethod(&b, res)
+	writeMesos(&b, res)
+	if len(res.Shapes) > 0 {
+		writeMethod(&b, res)
+	}
 	writeReproduce(&b, res)
 	if len(res.Errors) > 0 {
 		b.p("## Errors")
@@ -301,11 +313,11 @@ func writePerf(b *md, res *results, sr *shapeResult) {
 	p := sr.Perf
 	b.p("## %s %s: CPU per query, TCP, programming latency", sr.Shape.Name, sr.Shape.Title)
 	b.p("%s.", sr.Shape.describe())
-	perfTable(b, res, p, testMixed, fmt.Sprintf("### Cluster mix over UDP at %d queries/s", p.Rates[testMixed]), keyFloor, keyStock)
+	perfTable(b, p, testMixed, fmt.Sprintf("### Cluster mix over UDP at %d queries/s", p.Rates[testMixed]), versus{"floor", keyFloor}, versus{"stock", keyStock})
 	big := sr.Shape.BigHeadless[len(sr.Shape.BigHeadless)-1]
-	perfTable(b, res, p, testTCP, fmt.Sprintf("### headless-%d A over TCP (whole answer) at %d queries/s", big, p.Rates[testTCP]), "", keyStock)
+	perfTable(b, p, testTCP, fmt.Sprintf("### headless-%d A over TCP (whole answer) at %d queries/s", big, p.Rates[testTCP]), versus{"floor", ""}, versus{"stock", keyStock})
 	if _, ok := p.Runs[testMC]; ok {
-		perfTable(b, res, p, testMC, fmt.Sprintf("### Clusterset mix over UDP at %d queries/s", p.Rates[testMC]), keyFloor, keyStockMC)
+		perfTable(b, p, testMC, fmt.Sprintf("### Clusterset mix over UDP at %d queries/s", p.Rates[testMC]), versus{"floor", keyFloor}, versus{"stock", keyStockMC})
 	}
 	writeSaturation(b, res, p)
 	writeMemory(b, res, sr)
@@ -323,32 +335,40 @@ func writePerf(b *md, res *results, sr *shapeResult) {
 	}
 }
 
+// versus is a target a table's figures are divided by, in a column
+// "× label" (an empty key: a column of dashes).
+type versus struct{ label, key string }
+
 // perfTable is a fixed-load test: medians over the rounds, with the ratios
-// to the floor and to stock (and, over TCP, the answer's size).
-func perfTable(b *md, res *results, p *perfFigures, test, title, floor, stock string) {
+// to the targets of vs (and, over TCP, the answer's size to stock's).
+func perfTable(b *md, p *perfFigures, test, title string, vs ...versus) {
 	runs := p.Runs[test]
 	if len(runs) == 0 {
 		return
 	}
 	b.p("%s", title)
-	fl, st := p.summaryOf(test, floor), p.summaryOf(test, stock)
-	head := []string{"target", "server CPU µs/query, median (min–max)", "× floor", "× stock", "p50 ms", "p90 ms", "p99 ms", "answered", "rcodes", "other processes on server CPU"}
+	head := []string{"target", "server CPU µs/query, median (min–max)"}
+	for _, v := range vs {
+		head = append(head, "× "+v.label)
+	}
+	head = append(head, "p50 ms", "p90 ms", "p99 ms", "answered", "rcodes", "other processes on server CPU")
 	if test == testTCP {
 		head = append(head, "answer bytes", "× stock")
 	}
 	var rows [][]string
 	for _, key := range p.Order[test] {
 		s := p.summaryOf(test, key)
-		row := []string{
-			key,
-			fmt.Sprintf("**%.1f** (%.1f–%.1f)", s.CPU, s.CPUMin, s.CPUMax),
-			ratioText(s.CPU, fl.CPU), ratioText(s.CPU, st.CPU),
+		row := []string{key, fmt.Sprintf("**%.1f** (%.1f–%.1f)", s.CPU, s.CPUMin, s.CPUMax)}
+		for _, v := range vs {
+			row = append(row, ratioText(s.CPU, p.summaryOf(test, v.key).CPU))
+		}
+		row = append(row,
 			fmt.Sprintf("%.3f", s.P50), fmt.Sprintf("%.3f", s.P90), fmt.Sprintf("%.3f", s.P99),
 			fmt.Sprintf("%.2f%%", 100*float64(s.Completed)/float64(max(s.Sent, 1))),
 			s.rcodeMix(), fmt.Sprintf("%.0f%%", 100*s.Other),
-		}
+		)
 		if test == testTCP {
-			row = append(row, fmt.Sprintf("%.0f", p.answerBytes(key)), ratioText(p.answerBytes(key), p.answerBytes(stock)))
+			row = append(row, fmt.Sprintf("%.0f", p.answerBytes(key)), ratioText(p.answerBytes(key), p.answerBytes(keyStock)))
 		}
 		rows = append(rows, row)
 	}
@@ -481,7 +501,7 @@ func writeMethod(b *md, res *results) {
 
 func writeReproduce(b *md, res *results) {
 	b.p("## Reproduce")
-	b.line("- everything: `make bench` (default scale), `make bench SCALE=small`, one shape: `make bench SHAPES=S2`; the tool: `%s`", res.Command)
+	b.line("- everything: `make bench` (default scale), `make bench SCALE=small`, one shape: `make bench SHAPES=S2` (the Mesos shapes: `make bench SHAPES=M1`, `SHAPES=M1,M2`); the tool: `%s`", res.Command)
 	names := map[string]string{testMixed: "cluster mix, fixed load", testTCP: "headless over TCP", testMC: "clusterset mix", testSaturated: "saturation"}
 	for _, t := range []string{testMixed, testTCP, testMC, testSaturated} {
 		if c, ok := res.Commands[t]; ok {
@@ -490,6 +510,11 @@ func writeReproduce(b *md, res *results) {
 	}
 	if res.GoBenchCommand != "" {
 		b.line("- in-process: `%s`", res.GoBenchCommand)
+	}
+	for _, mr := range res.Mesos {
+		if mr.MixCommand != "" {
+			b.line("- %s Mesos mix, fixed load: `%s` against each target's port, its CPU from /proc/PID/stat before and after", mr.Shape.Name, mr.MixCommand)
+		}
 	}
 	b.line("- the work directory with the Corefiles, query files and server logs is kept with `-keep`")
 	b.line("")

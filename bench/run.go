@@ -46,7 +46,9 @@ type results struct {
 	GoBenchCommand    string
 	Targets           map[string]string // key → what it is
 	Shapes            []*shapeResult
-	Errors            []string
+	// Mesos are the Mesos shapes' figures (mesos.go).
+	Mesos  []*mesosResult
+	Errors []string
 }
 
 // churnSettings are the churn's settings, for the report.
@@ -120,6 +122,9 @@ func run(ctx context.Context, cfg *config, args []string) error {
 	}
 
 	for _, sh := range cfg.shapes {
+		if ctx.Err() != nil {
+			break
+		}
 		sr, err := e.measureShape(ctx, sh)
 		if len(sr.Memory) > 0 {
 			e.res.Shapes = append(e.res.Shapes, sr)
@@ -128,12 +133,22 @@ func run(ctx context.Context, cfg *config, args []string) error {
 			e.res.Errors = append(e.res.Errors, fmt.Sprintf("%s: %v", sh.Name, err))
 			logf("%s: %v", sh.Name, err)
 		}
+	}
+	for _, sh := range cfg.mesos {
 		if ctx.Err() != nil {
 			break
 		}
+		mr, err := e.measureMesos(ctx, sh)
+		if len(mr.Memory) > 0 {
+			e.res.Mesos = append(e.res.Mesos, mr)
+		}
+		if err != nil {
+			e.res.Errors = append(e.res.Errors, fmt.Sprintf("%s: %v", sh.Name, err))
+			logf("%s: %v", sh.Name, err)
+		}
 	}
 	e.res.Finished, e.res.Machine.LoadEnd = time.Now(), loadavg()
-	if len(e.res.Shapes) == 0 {
+	if len(e.res.Shapes) == 0 && len(e.res.Mesos) == 0 {
 		return fmt.Errorf("nothing measured: %s", strings.Join(e.res.Errors, "; "))
 	}
 	if err := writeReport(cfg, e.res); err != nil {
@@ -368,11 +383,15 @@ func (r *shapeRun) start(ctx context.Context, t target) error {
 }
 
 // stop stops the servers of the given targets, or all.
-func (r *shapeRun) stop(keys ...string) {
-	for k, s := range r.servers {
+func (r *shapeRun) stop(keys ...string) { stopServers(r.servers, keys...) }
+
+// stopServers stops the servers of the given targets, or all, and forgets
+// them.
+func stopServers(servers map[string]*server, keys ...string) {
+	for k, s := range servers {
 		if len(keys) == 0 || slices.Contains(keys, k) {
 			s.stop()
-			delete(r.servers, k)
+			delete(servers, k)
 		}
 	}
 }
@@ -539,30 +558,12 @@ func (r *shapeRun) plans(ctx context.Context) ([]testPlan, error) {
 	p.Rates, p.Calibration = map[string]int{}, map[string]map[string]float64{}
 	given := map[string]int{testMixed: cfg.qps, testTCP: cfg.tcpQPS, testMC: cfg.qps}
 	for i := range plans {
-		pl := &plans[i]
-		if pl.name == testSaturated {
+		if plans[i].name == testSaturated {
 			continue
 		}
-		calib := pl.spec
-		calib.qps, calib.duration, calib.verbose = 0, cfg.satDuration, false
-		calib.outstanding *= 4
-		calib.clients *= 2
-		p.Calibration[pl.name] = map[string]float64{}
-		slowest := math.Inf(1)
-		for _, s := range pl.targets {
-			res, err := runPerf(ctx, cfg, s, calib)
-			if err != nil {
-				return nil, fmt.Errorf("calibrate %s: %w", pl.name, err)
-			}
-			p.Calibration[pl.name][s.Key] = res.QPS
-			slowest = min(slowest, res.QPS)
+		if err := calibrate(ctx, cfg, &plans[i], given[plans[i].name], p); err != nil {
+			return nil, err
 		}
-		pl.spec.qps = given[pl.name]
-		if pl.spec.qps == 0 {
-			pl.spec.qps = roundDown(slowest / 2)
-		}
-		p.Rates[pl.name] = pl.spec.qps
-		logf("%s: saturated %v q/s; fixed load %d q/s", pl.name, roundMap(p.Calibration[pl.name]), pl.spec.qps)
 	}
 	for _, pl := range plans {
 		r.res.Commands[pl.name] = pl.spec.command(cfg)
@@ -587,38 +588,68 @@ func roundMap(m map[string]float64) map[string]int {
 	return out
 }
 
-// runRounds calibrates, then runs the rounds: in each, every test on each
-// of its targets in turn.
+// calibrate saturates each target of pl once (also the warm-up) and sets
+// pl's fixed load to given, or when 0 to half the slowest target's rate.
+func calibrate(ctx context.Context, cfg *config, pl *testPlan, given int, p *perfFigures) error {
+	calib := pl.spec
+	calib.qps, calib.duration, calib.verbose = 0, cfg.satDuration, false
+	calib.outstanding *= 4
+	calib.clients *= 2
+	p.Calibration[pl.name] = map[string]float64{}
+	slowest := math.Inf(1)
+	for _, s := range pl.targets {
+		res, err := runPerf(ctx, cfg, s, calib)
+		if err != nil {
+			return fmt.Errorf("calibrate %s: %w", pl.name, err)
+		}
+		p.Calibration[pl.name][s.Key] = res.QPS
+		slowest = min(slowest, res.QPS)
+	}
+	pl.spec.qps = given
+	if pl.spec.qps == 0 {
+		pl.spec.qps = roundDown(slowest / 2)
+	}
+	p.Rates[pl.name] = pl.spec.qps
+	logf("%s: saturated %v q/s; fixed load %d q/s", pl.name, roundMap(p.Calibration[pl.name]), pl.spec.qps)
+	return nil
+}
+
+// runRounds calibrates, then runs the rounds.
 func (r *shapeRun) runRounds(ctx context.Context) ([]testPlan, error) {
 	plans, err := r.plans(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p := r.sr.Perf
+	return plans, runRounds(ctx, r.cfg, plans, r.sr.Perf)
+}
+
+// runRounds runs the rounds of plans: in each, every test on each of its
+// targets in turn.
+func runRounds(ctx context.Context, cfg *config, plans []testPlan, p *perfFigures) error {
 	p.Runs, p.Order = map[string]map[string][]perfResult{}, map[string][]string{}
 	for _, pl := range plans {
 		for _, s := range pl.targets {
 			p.Order[pl.name] = append(p.Order[pl.name], s.Key)
 		}
 	}
-	for round := 1; round <= r.cfg.rounds; round++ {
+	for round := 1; round <= cfg.rounds; round++ {
 		for _, pl := range plans {
 			if p.Runs[pl.name] == nil {
 				p.Runs[pl.name] = map[string][]perfResult{}
 			}
 			var line []string
 			for _, s := range pl.targets {
-				res, err := runPerf(ctx, r.cfg, s, pl.spec)
+				res, err := runPerf(ctx, cfg, s, pl.spec)
 				if err != nil {
-					return nil, fmt.Errorf("round %d %s: %w", round, pl.name, err)
+					return fmt.Errorf("round %d %s: %w", round, pl.name, err)
 				}
 				p.Runs[pl.name][s.Key] = append(p.Runs[pl.name][s.Key], res)
 				line = append(line, fmt.Sprintf("%s %.1fµs/q %.0fq/s", s.Key, res.CPUPerQuery, res.QPS))
 			}
-			logf("round %d/%d %-9s %s", round, r.cfg.rounds, pl.name, strings.Join(line, ", "))
+			logf("round %d/%d %-9s %s", round, cfg.rounds, pl.name, strings.Join(line, ", "))
 		}
 	}
-	return plans, nil
+	return nil
 }
 
 // profiles runs each fixed-load test once more on its Kubernetes targets
@@ -647,41 +678,47 @@ func (r *shapeRun) profiles(ctx context.Context, plans []testPlan) error {
 }
 
 // heapProfile saves s's heap profile after sync (-profile).
-func (r *shapeRun) heapProfile(s *server) error {
-	if r.cfg.profile == "" {
+func (r *shapeRun) heapProfile(s *server) error { return saveHeapProfile(r.cfg, r.sr.Shape.Name, s) }
+
+// saveHeapProfile saves s's heap profile, measured on the shape named, to
+// the -profile directory (nothing without -profile).
+func saveHeapProfile(cfg *config, shapeName string, s *server) error {
+	if cfg.profile == "" {
 		return nil
 	}
-	if err := os.MkdirAll(r.cfg.profile, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
 		return err
 	}
 	body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", s.pprof))
 	if err != nil {
 		return fmt.Errorf("heap profile of %s: %w", s, err)
 	}
-	path := filepath.Join(r.cfg.profile, fmt.Sprintf("%s-heap-%s.pprof", r.sr.Shape.Name, s.Key))
+	path := filepath.Join(cfg.profile, fmt.Sprintf("%s-heap-%s.pprof", shapeName, s.Key))
 	return os.WriteFile(path, []byte(body), 0o644)
 }
 
 // profileRun records s's CPU profile over one run of spec.
 func profileRun(ctx context.Context, cfg *config, s *server, spec perfSpec, path string) error {
-	secs := max(1, int(spec.duration.Seconds()))
-	type got struct {
-		body string
-		err  error
-	}
-	done := make(chan got, 1)
-	go func() {
-		body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", s.pprof, secs))
-		done <- got{body, err}
-	}()
+	done := cpuProfile(s, max(1, int(spec.duration.Seconds())), path)
 	if _, err := runPerf(ctx, cfg, s, spec); err != nil {
 		return err
 	}
-	g := <-done
-	if g.err != nil {
-		return fmt.Errorf("CPU profile of %s: %w", s, g.err)
-	}
-	return os.WriteFile(path, []byte(g.body), 0o644)
+	return <-done
+}
+
+// cpuProfile records s's CPU profile over the next secs seconds to path,
+// and says when it is written.
+func cpuProfile(s *server, secs int, path string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", s.pprof, secs))
+		if err != nil {
+			done <- fmt.Errorf("CPU profile of %s: %w", s, err)
+			return
+		}
+		done <- os.WriteFile(path, []byte(body), 0o644)
+	}()
+	return done
 }
 
 // goBench runs the in-process benchmark against the shape's data.

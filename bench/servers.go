@@ -24,8 +24,9 @@ import (
 type target struct {
 	Key   string // its name in the tables: kubeschema, stock, floor, …
 	Label string // what it is
-	// stanza is the server block's plugins, given the kubeconfig.
-	stanza func(kubeconfig string) string
+	// stanza is the server block's plugins, given where they read their
+	// data: a kubeconfig, a Mesos master's host:port, a zone file.
+	stanza func(source string) string
 	// kube is true for targets that serve the Kubernetes data (and are
 	// waited for until synced); mc for those that serve clusterset.local.
 	kube, mc bool
@@ -79,7 +80,7 @@ func kubeStanza(plugin, zones, kubeconfig, extra string) string {
 // and the pprof listener (heap figures, forced GC, profiles) and the
 // metrics one in a block of their own, so that no plugin but the one
 // measured is in the query path.
-func corefile(t target, kubeconfig string, port, admin, pprof, metrics int) string {
+func corefile(t target, source string, port, admin, pprof, metrics int) string {
 	return fmt.Sprintf(`.:%d {
     bind 127.0.0.1
     %s
@@ -89,7 +90,7 @@ func corefile(t target, kubeconfig string, port, admin, pprof, metrics int) stri
     pprof 127.0.0.1:%d
     prometheus 127.0.0.1:%d
 }
-`, port, t.stanza(kubeconfig), admin, pprof, metrics)
+`, port, t.stanza(source), admin, pprof, metrics)
 }
 
 // server is a running bin/coredns serving one target.
@@ -104,8 +105,8 @@ type server struct {
 }
 
 // startServer runs the binary on free loopback ports, pinned to the
-// server CPU.
-func startServer(cfg *config, work, kubeconfig, shape string, t target) (*server, error) {
+// server CPU; source is what the target's stanza reads.
+func startServer(cfg *config, work, source, shape string, t target) (*server, error) {
 	ports, err := dnsload.FreePorts(4)
 	if err != nil {
 		return nil, err
@@ -113,7 +114,7 @@ func startServer(cfg *config, work, kubeconfig, shape string, t target) (*server
 	s := &server{target: t, port: ports[0], pprof: ports[2], metrics: ports[3]}
 	base := filepath.Join(work, shape+"-"+t.Key)
 	conf := base + ".Corefile"
-	cf := corefile(t, kubeconfig, s.port, ports[1], s.pprof, s.metrics)
+	cf := corefile(t, source, s.port, ports[1], s.pprof, s.metrics)
 	if err := os.WriteFile(conf, []byte(cf), 0o644); err != nil {
 		return nil, err
 	}
@@ -136,10 +137,16 @@ func pinned(cfg *config, cpu int, name string, args ...string) *exec.Cmd {
 
 // unpin lets every thread of the server run on any CPU (GOMAXPROCS stays
 // what it was at start).
-func (s *server) unpin() error {
-	cpus := fmt.Sprintf("0-%d", runtime.NumCPU()-1)
-	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpus, strconv.Itoa(s.pid())).CombinedOutput(); err != nil {
-		return fmt.Errorf("taskset -a -p -c %s %d: %w: %s", cpus, s.pid(), err, out)
+func (s *server) unpin() error { return setAffinity(s.pid(), allCPUs()) }
+
+// allCPUs is every CPU, as taskset's list: "0-1".
+func allCPUs() string { return fmt.Sprintf("0-%d", runtime.NumCPU()-1) }
+
+// setAffinity puts every thread of the process pid on the CPUs of list
+// (taskset's syntax); the threads it starts later inherit it.
+func setAffinity(pid int, list string) error {
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", list, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+		return fmt.Errorf("taskset -a -p -c %s %d: %w: %s", list, pid, err, out)
 	}
 	return nil
 }

@@ -101,15 +101,16 @@ var shapesAt = map[string][]shape{
 	},
 }
 
-// pickShapes is the shapes of a scale named in list ("S2,S4"), in the
-// scale's order.
-func pickShapes(scale, list string) ([]shape, error) {
-	all := shapesAt[scale]
+// pickShapes is the shapes of a scale named in list ("S2,M1"), each kind
+// in the scale's order: the cluster shapes and the Mesos ones.
+func pickShapes(scale, list string) ([]shape, []mesosShape, error) {
+	all, mesos := shapesAt[scale], mesosShapesAt[scale]
 	want := map[string]bool{}
 	for f := range strings.SplitSeq(list, ",") {
 		name := strings.ToUpper(strings.TrimSpace(f))
-		if !slices.ContainsFunc(all, func(s shape) bool { return s.Name == name }) {
-			return nil, fmt.Errorf("unknown shape %q (S1, S2, S3, S4)", f)
+		if !slices.ContainsFunc(all, func(s shape) bool { return s.Name == name }) &&
+			!slices.ContainsFunc(mesos, func(s mesosShape) bool { return s.Name == name }) {
+			return nil, nil, fmt.Errorf("unknown shape %q (%s)", f, shapeNames(scale))
 		}
 		want[name] = true
 	}
@@ -119,5 +120,23 @@ func pickShapes(scale, list string) ([]shape, error) {
 			out = append(out, s)
 		}
 	}
-	return out, nil
+	var outMesos []mesosShape
+	for _, s := range mesos {
+		if want[s.Name] {
+			outMesos = append(outMesos, s)
+		}
+	}
+	return out, outMesos, nil
+}
+
+// shapeNames is every shape of a scale, "S1, S2, …, M2".
+func shapeNames(scale string) string {
+	var names []string
+	for _, s := range shapesAt[scale] {
+		names = append(names, s.Name)
+	}
+	for _, s := range mesosShapesAt[scale] {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, ", ")
 }

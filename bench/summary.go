@@ -240,7 +240,8 @@ func goals(res *results) []goal {
 	if answers > 0 {
 		wrongs.Measured, wrongs.Met = strings.Join(parts, "; "), metText(total == 0)
 	}
-	return append(out, wrongs)
+	out = append(out, wrongs)
+	return append(out, mesosGoals(res)...)
 }
 
 // roundRatios is the lowest and highest ratio of num's CPU per query to
