@@ -187,7 +187,7 @@ func writeMesosMemory(b *md, res *results) {
 		}
 	}
 	b.tableLeft(3, []string{"shape", "target", "read", "Go heap after GC MiB", "RSS MiB", "peak RSS (VmHWM) MiB", "start to first answer s"}, rows)
-	b.p("*Go heap after GC* is `HeapInuse` right after a forced GC (the pprof heap profile with `gc=1`), as for the cluster shapes; the peak RSS is the process's since its start. mesosschema keeps no decoded copy of the state once its records are made (without `http`), but its master client keeps, between polls, the buffer it reads the next body into: the state decompressed, in a buffer grown by doubling (the length of a gzipped body is not known before it is read), so up to twice the state's size; it is in the heap at rest. The poller's peak adds the decode of a new state next to the records served. `-profile` saves each server's heap profile.")
+	b.p("*Go heap after GC* is `HeapInuse` right after a forced GC (the pprof heap profile with `gc=1`), as for the cluster shapes; the peak RSS is the process's since its start. mesosschema keeps no decoded copy of the state once its records are made (without `http`); its master client keeps, between polls, only the body as it came (gzipped: the *MB gzipped* of the shapes table), to recognise the same bytes. A new state is decompressed into a buffer sized by the gzip trailer and dropped after the decode. The poller's peak adds the body, the decoded state and the new records next to the records served; its heap after GC includes what the last poll left for the collector's next cycle to reuse. `-profile` saves each server's heap profile.")
 }
 
 func writeMesosQueries(b *md, mr *mesosResult) {
