@@ -74,7 +74,7 @@ func (p *poller) connect(wake func()) (*changes.Feed, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel, p.done = cancel, make(chan struct{})
 	go p.run(ctx)
-	return &changes.Feed{Source: p, Builder: p.b, Stop: p.stop}, nil
+	return &changes.Feed{Source: p, Builder: p.b, Stop: p.stop, Awaited: "a master gave a good state"}, nil
 }
 
 // stop ends the polls and the client; safe to call more than once.

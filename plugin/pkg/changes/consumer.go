@@ -49,6 +49,9 @@ type Feed struct {
 	// Stop disconnects the builder from the source; called once the
 	// build loop has ended.
 	Stop func()
+	// Awaited says what the first snapshot waits for, as the log puts it
+	// when serving starts without it: "the API server answered".
+	Awaited string
 }
 
 // Consumer is how a plugin instance runs its build loop: connect a builder
@@ -77,6 +80,8 @@ type Started struct {
 	// starts anyway (with SERVFAIL until the source syncs), and the plugin
 	// should say why in its log.
 	Late error
+	// Awaited is the feed's: what the first snapshot waits for.
+	Awaited string
 }
 
 // errNotConnected: Connect returned no feed and no error.
@@ -121,7 +126,7 @@ func (c Consumer) Start() (*Started, error) {
 			}
 		}
 	}()
-	s := &Started{Stop: func() {
+	s := &Started{Awaited: feed.Awaited, Stop: func() {
 		cancel()
 		<-done
 		if down != nil {

@@ -1,6 +1,8 @@
 package dnszone
 
 import (
+	"cmp"
+
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/schemadns/schemadns/plugin/pkg/changes"
@@ -18,8 +20,8 @@ func (srv *Server) Start(c changes.Consumer, m *Metrics) error {
 	}
 	srv.stop = started.Stop
 	if started.Late != nil {
-		clog.NewWithPlugin(srv.Plugin).Warningf("starting to serve before the source synced (startup_timeout %s): %v",
-			c.StartupTimeout, started.Late)
+		clog.NewWithPlugin(srv.Plugin).Warningf("starting to serve before %s (startup_timeout %s): %v",
+			cmp.Or(started.Awaited, "the source synced"), c.StartupTimeout, started.Late)
 	}
 	return nil
 }

@@ -58,6 +58,7 @@ func (s *Source) Connect(wake func()) (*changes.Feed, error) {
 		Builder: b,
 		Fresh:   fresh,
 		Stop:    func() { unsubscribe(); h.Release() },
+		Awaited: "the API server answered",
 	}, nil
 }
 
