@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // The chart: small panels of grouped bars, one group per shape, drawn as
@@ -156,7 +158,7 @@ func drawPanel(b *strings.Builder, p panel, x0, y0 int) {
 	for i := 0; i <= 4; i++ {
 		v := scale * float64(i) / 4
 		fmt.Fprintf(b, `<line x1="%d" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#e2e8f0"/><text x="%d" y="%.1f" text-anchor="end" fill="#4a5568">%s</text>`+"\n",
-			plotLeft, right, y(v), y(v), plotLeft-4, y(v)+4, trimFloat(v))
+			plotLeft, right, y(v), y(v), plotLeft-4, y(v)+4, toolreport.Trim(v))
 	}
 	if len(p.groups) == 0 {
 		b.WriteString("</g>\n")
@@ -201,10 +203,4 @@ func niceCeil(x float64) float64 {
 		}
 	}
 	return 10 * p
-}
-
-func trimFloat(v float64) string {
-	s := fmt.Sprintf("%.2f", v)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s
 }

@@ -67,8 +67,10 @@ func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var shapes string
-	cfg.Register(fs, "benchmarks.md, .svg and .json", "Corefiles, logs, query files", "default (the shapes at full size) or small (a tenth of each, shorter runs)")
-	fs.StringVar(&shapes, "shapes", "S1,S2,S3,S4,M1,M2", "the shapes to measure, comma-separated: S1 ClusterIP-heavy, S2 headless-heavy in one namespace, S3 the default fixture with pods (CPU, TCP and latency tests too), S4 fat services; "+
+	cfg.Register(fs, "benchmarks.md, .svg and .json", "Corefiles, logs, query files",
+		"default (the shapes at full size) or small (a tenth of each, shorter runs)")
+	fs.StringVar(&shapes, "shapes", "S1,S2,S3,S4,M1,M2", "the shapes to measure, comma-separated: S1 ClusterIP-heavy, "+
+		"S2 headless-heavy in one namespace, S3 the default fixture with pods (CPU, TCP and latency tests too), S4 fat services; "+
 		"M1 a Mesos cluster (mesosschema polling a stand-in master, against the stock file plugin), M2 the same at its most costly for DNS")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds of the CPU tests; figures are medians over rounds")
 	fs.IntVar(&cfg.starts, "starts", 3, "starts of kubeschema and of stock per shape, in turn, timed to their first complete answer (the figure is the median)")
@@ -91,8 +93,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.Float64Var(&cfg.mesosOpts.replace, "mesos-replace", 0.1, "Mesos shapes: the share of running tasks the large change replaces")
 	fs.IntVar(&cfg.mesosOpts.qps, "mesos-qps", 0, "Mesos shapes: offered load of the query mix, queries/s (0: half the slower target's saturated rate)")
 	fs.BoolVar(&cfg.rewrite, "rewrite", false, "measure nothing: write benchmarks.md and benchmarks.svg again from OUT/benchmarks.json")
-	fs.StringVar(&cfg.profile, "profile", "", "write profiles to this directory: each Kubernetes target's heap after sync, and each target's CPU (the floor's too) during one more fixed-load run of each test after the rounds; "+
-		"on Mesos shapes the heap of mesosschema and file at rest and of the poller after the poll tests, and the poller's CPU over a short series of unchanged and of one-task polls (none in the figures)")
+	fs.StringVar(&cfg.profile, "profile", "", "write profiles to this directory: each Kubernetes target's heap after sync, "+
+		"and each target's CPU (the floor's too) during one more fixed-load run of each test after the rounds; "+
+		"on Mesos shapes the heap of mesosschema and file at rest and of the poller after the poll tests, "+
+		"and the poller's CPU over a short series of unchanged and of one-task polls (none in the figures)")
 	if err := cfg.Parse(fs, args, presets); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // The Mesos shapes: mesosschema polling a stand-in master (in this
@@ -155,7 +156,7 @@ func (r *mesosRun) prepare() error {
 	}
 	r.probes = []sentinel{{name: p.name, qtype: dns.TypeA, min: 1}}
 	logf("state: %s running tasks, %s apps, %.1f MB of JSON (%.1f MB gzipped)",
-		thousands(r.mr.State.Running), thousands(r.mr.State.Apps), float64(len(r.body))/1e6, float64(gz)/1e6)
+		toolreport.Thousands(r.mr.State.Running), toolreport.Thousands(r.mr.State.Apps), float64(len(r.body))/1e6, float64(gz)/1e6)
 	return nil
 }
 
@@ -222,7 +223,7 @@ func (r *mesosRun) startServing(ctx context.Context, zoneFile string) error {
 		return err
 	}
 	r.mr.State.Names = int(vals["coredns_mesosschema_names"])
-	logf("zone: %s names served, %s records in the AXFR", thousands(r.mr.State.Names), thousands(r.mr.State.ZoneRecords))
+	logf("zone: %s names served, %s records in the AXFR", toolreport.Thousands(r.mr.State.Names), toolreport.Thousands(r.mr.State.ZoneRecords))
 	return nil
 }
 

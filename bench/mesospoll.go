@@ -14,6 +14,7 @@ import (
 
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
 	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // The poll tests, on the poller (mesosschema polling every second).
@@ -150,7 +151,7 @@ func (r *mesosRun) seriesSpecs() []seriesSpec {
 		{pollUnchanged, "the same bytes every poll", [][]byte{r.body}},
 		{pollSame, "new bytes, the same records: a running task's TASK_STARTING timestamp moves, in turn two values", [][]byte{marshal(touch(r.base, 1)), marshal(touch(r.base, 2))}},
 		{pollOne, "one running task replaced by a new instance, and back, in turn", [][]byte{r.body, marshal(one)}},
-		{pollMany, fmt.Sprintf("%s running tasks (%.0f%%) replaced by new instances, and back, in turn", thousands(many), 100*r.cfg.mesosOpts.replace), [][]byte{r.body, marshal(lots)}},
+		{pollMany, fmt.Sprintf("%s running tasks (%.0f%%) replaced by new instances, and back, in turn", toolreport.Thousands(many), 100*r.cfg.mesosOpts.replace), [][]byte{r.body, marshal(lots)}},
 	}
 }
 

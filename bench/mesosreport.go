@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // mesosShapeList is "M1, M2 (M2 the worst case)".
@@ -37,23 +39,26 @@ func mesosGoals(res *results) []goal {
 			label += " " + mr.Shape.Title
 		}
 		unchanged, one, same := mr.series(pollUnchanged), mr.series(pollOne), mr.series(pollSame)
-		cost := goal{What: "server CPU per unchanged poll (the same bytes) / per changed poll (one task replaced), each net of an idle process",
-			Shape: label, Goal: "≤ 0.10", Met: "not measured", Measured: "–"}
+		cost := goal{What: "server CPU per unchanged poll (the same bytes) / per changed poll (one task replaced), " +
+			"each net of an idle process", Shape: label, Goal: "≤ 0.10", Met: "not measured", Measured: toolreport.Dash}
 		if a, b := unchanged.perPollMs(), one.perPollMs(); unchanged.Polls > 0 && one.Polls > 0 && b > 0 {
-			cost.Measured = fmt.Sprintf("%.2f (%s / %s ms, %d polls each)", a/b, trimFloat(a), trimFloat(b), unchanged.Polls)
-			cost.Met = metText(a <= 0.1*b)
+			cost.Measured = toolreport.RatioOf(a, b, fmt.Sprintf("ms, %d polls each", unchanged.Polls))
+			cost.Met = toolreport.Met(a <= 0.1*b)
 		}
-		quiet := goal{What: "unchanged polls publish nothing: the SOA serial kept, every one counted in `polls_total{result=\"unchanged\"}`",
-			Shape: label, Goal: "all", Met: "not measured", Measured: "–"}
+		quiet := goal{What: "unchanged polls publish nothing: the SOA serial kept, every one counted in " +
+			"`polls_total{result=\"unchanged\"}`", Shape: label, Goal: "all", Met: "not measured", Measured: toolreport.Dash}
 		if unchanged.Polls > 0 {
-			quiet.Measured = fmt.Sprintf("%d of %d counted unchanged; serial %s", unchanged.Results["unchanged"], unchanged.Polls, serialText(unchanged))
-			quiet.Met = metText(unchanged.Results["unchanged"] == unchanged.Polls && len(unchanged.Results) == 1 && unchanged.SerialBefore == unchanged.SerialAfter)
+			quiet.Measured = fmt.Sprintf("%d of %d counted unchanged; serial %s",
+				unchanged.Results["unchanged"], unchanged.Polls, serialText(unchanged))
+			quiet.Met = toolreport.Met(unchanged.Results["unchanged"] == unchanged.Polls && len(unchanged.Results) == 1 &&
+				unchanged.SerialBefore == unchanged.SerialAfter)
 		}
-		sameRecords := goal{What: "new bytes with the same records (a status timestamp) publish nothing: the serial kept, every one counted in `states_unchanged_total`",
-			Shape: label, Goal: "all", Met: "not measured", Measured: "–"}
+		sameRecords := goal{What: "new bytes with the same records (a status timestamp) publish nothing: the serial " +
+			"kept, every one counted in `states_unchanged_total`", Shape: label, Goal: "all", Met: "not measured",
+			Measured: toolreport.Dash}
 		if same.Polls > 0 {
 			sameRecords.Measured = fmt.Sprintf("%d of %d counted; serial %s", same.StatesUnchanged, same.Polls, serialText(same))
-			sameRecords.Met = metText(same.StatesUnchanged == same.Polls && same.SerialBefore == same.SerialAfter)
+			sameRecords.Met = toolreport.Met(same.StatesUnchanged == same.Polls && same.SerialBefore == same.SerialAfter)
 		}
 		out = append(out, cost, quiet, sameRecords)
 	}
@@ -82,12 +87,15 @@ func serialText(s pollSeries) string {
 }
 
 // writeMesos writes the Mesos section.
-func writeMesos(b *md, res *results) {
+func writeMesos(b *toolreport.Doc, res *results) {
 	if len(res.Mesos) == 0 {
 		return
 	}
-	b.p("## Mesos")
-	b.p("**mesosschema** (ours) serves the Mesos-DNS names of a Mesos master's state, polled over HTTP; its **floor** here is CoreDNS's stock **file** plugin serving the same records from a zone file (made from mesosschema's AXFR through the stock `transfer` plugin), in the same binary: a static zone that polls nothing.")
+	b.Heading(2, "Mesos")
+	b.Para("**mesosschema** (ours) serves the Mesos-DNS names of a Mesos master's state, polled over HTTP; its " +
+		"**floor** here is CoreDNS's stock **file** plugin serving the same records from a zone file (made from " +
+		"mesosschema's AXFR through the stock `transfer` plugin), in the same binary: a static zone that polls " +
+		"nothing.")
 	writeMesosShapes(b, res)
 	writeMesosPolls(b, res)
 	writeMesosLatency(b, res)
@@ -98,80 +106,106 @@ func writeMesos(b *md, res *results) {
 	writeMesosMethod(b, res)
 }
 
-func writeMesosShapes(b *md, res *results) {
-	b.p("### Mesos shapes")
-	var rows [][]string
+func writeMesosShapes(b *toolreport.Doc, res *results) {
+	b.Heading(3, "Mesos shapes")
+	k := toolreport.Thousands
+	t := toolreport.NewTable("shape", "stands for", "running tasks", "tasks in other states", "apps (task names)",
+		"frameworks", "agents", "names served", "records (AXFR)", "/master/state MB (JSON)", "MB gzipped (as served)").
+		TextColumns(2)
 	var worst []string
 	for _, mr := range res.Mesos {
 		f := mr.State
-		rows = append(rows, []string{mr.Shape.Name, mr.Shape.Title, thousands(f.Running), thousands(f.Other), thousands(f.Apps),
-			fmt.Sprint(f.Frameworks), fmt.Sprint(f.Agents), thousands(f.Names), thousands(f.ZoneRecords),
-			fmt.Sprintf("%.1f", float64(f.JSONBytes)/1e6), fmt.Sprintf("%.2f", float64(f.GzipBytes)/1e6)})
+		t.Row(mr.Shape.Name, mr.Shape.Title, k(f.Running), k(f.Other), k(f.Apps),
+			fmt.Sprint(f.Frameworks), fmt.Sprint(f.Agents), k(f.Names), k(f.ZoneRecords),
+			fmt.Sprintf("%.1f", float64(f.JSONBytes)/1e6), fmt.Sprintf("%.2f", float64(f.GzipBytes)/1e6))
 		if mr.Shape.Worst {
 			worst = append(worst, mr.Shape.Name)
 		}
 	}
-	b.tableLeft(2, []string{"shape", "stands for", "running tasks", "tasks in other states", "apps (task names)", "frameworks", "agents",
-		"names served", "records (AXFR)", "/master/state MB (JSON)", "MB gzipped (as served)"}, rows)
+	b.Table(t)
 	for _, mr := range res.Mesos {
-		b.line("- **%s**: %s.", mr.Shape.Name, mr.Shape.describe())
+		b.Line("- **%s**: %s.", mr.Shape.Name, mr.Shape.describe())
 	}
-	b.line("")
+	b.End()
 	text := "Each figure below names its shape."
 	if len(worst) > 0 {
-		text += fmt.Sprintf(" %s is the worst case: the same cluster with every app alone under its name (the most names), every task on a dual-stack container network and named DiscoveryInfo ports, so the most records and the largest state; its figures bound the others, which are a typical cluster's.", strings.Join(worst, ", "))
+		text += fmt.Sprintf(" %s is the worst case: the same cluster with every app alone under its name (the "+
+			"most names), every task on a dual-stack container network and named DiscoveryInfo ports, so the most "+
+			"records and the largest state; its figures bound the others, which are a typical cluster's.",
+			strings.Join(worst, ", "))
 	} else {
-		text += " The worst case, M2 (every app alone under its name, dual-stack container addresses, named ports: the most records and the largest state), was not measured in this run: these figures are a typical cluster's, not a bound (`make bench SHAPES=M1,M2`)."
+		text += " The worst case, M2 (every app alone under its name, dual-stack container addresses, named " +
+			"ports: the most records and the largest state), was not measured in this run: these figures are a " +
+			"typical cluster's, not a bound (`make bench SHAPES=M1,M2`)."
 	}
-	b.p("%s The states are made by `mesosstatetest.Generate` and written by `mesosstatetest.Marshal` as a Mesos 1.11 master writes `/master/state`, with the fields DNS does not read (resources, executors, health checks, labels).", text)
+	b.Para("%s The states are made by `mesosstatetest.Generate` and written by `mesosstatetest.Marshal` as a "+
+		"Mesos 1.11 master writes `/master/state`, with the fields DNS does not read (resources, executors, "+
+		"health checks, labels).", text)
 }
 
-func writeMesosPolls(b *md, res *results) {
-	b.p("### Server CPU per poll")
-	var rows [][]string
+func writeMesosPolls(b *toolreport.Doc, res *results) {
+	b.Heading(3, "Server CPU per poll")
+	t := toolreport.NewTable("shape", "poll", "each poll serves", "polls", "server CPU ms per poll, net", "× one-task",
+		"CPU s: poller / idle process", "window s", "mean poll ms (fetch, decode)", "polls_total by result",
+		"states_unchanged_total", "SOA serial").TextColumns(3)
 	for _, mr := range res.Mesos {
 		one := mr.series(pollOne).perPollMs()
 		for _, s := range mr.Polls {
-			rows = append(rows, []string{mr.Shape.Name, s.Kind, s.What, fmt.Sprint(s.Polls),
-				fmt.Sprintf("**%.1f**", s.perPollMs()), ratioText(s.perPollMs(), one),
+			t.Row(mr.Shape.Name, s.Kind, s.What, fmt.Sprint(s.Polls),
+				fmt.Sprintf("**%.1f**", s.perPollMs()), toolreport.Ratio(s.perPollMs(), one),
 				fmt.Sprintf("%.2f / %.2f", s.CPU, s.IdleCPU), fmt.Sprintf("%.1f", s.Seconds),
-				fmt.Sprintf("%.0f", s.PollSeconds*1e3), resultsText(s.Results), fmt.Sprint(s.StatesUnchanged), serialText(s)})
+				fmt.Sprintf("%.0f", s.PollSeconds*1e3), resultsText(s.Results), fmt.Sprint(s.StatesUnchanged), serialText(s))
 		}
 	}
-	b.tableLeft(3, []string{"shape", "poll", "each poll serves", "polls", "server CPU ms per poll, net", "× one-task", "CPU s: poller / idle process",
-		"window s", "mean poll ms (fetch, decode)", "polls_total by result", "states_unchanged_total", "SOA serial"}, rows)
-	b.p("The poller is mesosschema polling every second (the shortest refresh it takes), pinned to the server CPU like every server. A series serves it one body a poll: the stand-in master is given the next body right after a poll is answered, which leaves the poller a whole refresh before it asks again. *Server CPU per poll* is the poller's utime+stime from the first poll's arrival at the master to the arrival of the poll after the last (while it waits for the answer), less the idle process's over the same window (mesosschema with the same state, polling once an hour, on the same CPU), divided by the polls. The poller's metrics and SOA serial are read at those two moments, outside the window. *Mean poll* is `coredns_mesosschema_poll_duration_seconds` over the window: the fetch through the decode, not the records' build or publication. A poll of the same bytes is neither decoded nor published; new bytes are decoded, and publish nothing when the records are the same. The CPU is counted in ticks of 10 ms (USER_HZ) over the whole window, not per poll.")
+	b.Table(t)
+	b.Para("The poller is mesosschema polling every second (the shortest refresh it takes), pinned to the server " +
+		"CPU like every server. A series serves it one body a poll: the stand-in master is given the next body " +
+		"right after a poll is answered, which leaves the poller a whole refresh before it asks again. *Server " +
+		"CPU per poll* is the poller's utime+stime from the first poll's arrival at the master to the arrival of " +
+		"the poll after the last (while it waits for the answer), less the idle process's over the same window " +
+		"(mesosschema with the same state, polling once an hour, on the same CPU), divided by the polls. The " +
+		"poller's metrics and SOA serial are read at those two moments, outside the window. *Mean poll* is " +
+		"`coredns_mesosschema_poll_duration_seconds` over the window: the fetch through the decode, not the " +
+		"records' build or publication. A poll of the same bytes is neither decoded nor published; new bytes " +
+		"are decoded, and publish nothing when the records are the same. The CPU is counted in ticks of 10 ms " +
+		"(USER_HZ) over the whole window, not per poll.")
 }
 
 // resultsText is "changed 20, unchanged 1".
 func resultsText(m map[string]int) string {
 	if len(m) == 0 {
-		return "–"
+		return toolreport.Dash
 	}
-	var parts []string
-	for _, k := range sortedKeys(m) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
+	return toolreport.Pairs(m, "%s %d")
 }
 
-func writeMesosLatency(b *md, res *results) {
-	b.p("### Poll to answer")
-	var rows [][]string
+func writeMesosLatency(b *toolreport.Doc, res *results) {
+	b.Heading(3, "Poll to answer")
+	t := toolreport.NewTable("shape", "change", "tasks replaced", "changes", "median ms", "p90 ms", "worst ms",
+		"transfer ms, median", "timeouts (10 s)").TextColumns(2)
 	for _, mr := range res.Mesos {
 		for _, l := range mr.Latency {
-			rows = append(rows, []string{mr.Shape.Name, l.Kind, thousands(l.Replaced), fmt.Sprint(len(l.Ms)),
+			t.Row(mr.Shape.Name, l.Kind, toolreport.Thousands(l.Replaced), fmt.Sprint(len(l.Ms)),
 				fmt.Sprintf("**%.0f**", median(l.Ms)), fmt.Sprintf("%.0f", percentile(l.Ms, 90)), fmt.Sprintf("**%.0f**", maxOf(l.Ms)),
-				fmt.Sprintf("%.1f", median(l.TransferMs)), fmt.Sprint(l.Timeouts)})
+				fmt.Sprintf("%.1f", median(l.TransferMs)), fmt.Sprint(l.Timeouts))
 		}
 	}
-	b.tableLeft(2, []string{"shape", "change", "tasks replaced", "changes", "median ms", "p90 ms", "worst ms", "transfer ms, median", "timeouts (10 s)"}, rows)
-	b.p("Each change replaces running tasks of the state served before it by new instances of the same apps (new task IDs, so new instance names, on agents picked at random, with new container addresses), as a rolling restart does, and is served from one poll of the poller on. The time runs from the moment the stand-in master started answering that poll (its status line reached the tap in front of it) to the first DNS answer that showed the change: a checker asks the new instance name of one replaced task for A over UDP every millisecond from the moment the change is set, until the answer holds its address. It includes the transfer of the state (*transfer*: its first to last byte through the tap), the decode, the build of the records and their publication; the poll interval is not in it. The checker's queries land on the same CPU as the poll's work.")
+	b.Table(t)
+	b.Para("Each change replaces running tasks of the state served before it by new instances of the same apps " +
+		"(new task IDs, so new instance names, on agents picked at random, with new container addresses), as a " +
+		"rolling restart does, and is served from one poll of the poller on. The time runs from the moment the " +
+		"stand-in master started answering that poll (its status line reached the tap in front of it) to the " +
+		"first DNS answer that showed the change: a checker asks the new instance name of one replaced task for " +
+		"A over UDP every millisecond from the moment the change is set, until the answer holds its address. It " +
+		"includes the transfer of the state (*transfer*: its first to last byte through the tap), the decode, " +
+		"the build of the records and their publication; the poll interval is not in it. The checker's queries " +
+		"land on the same CPU as the poll's work.")
 }
 
-func writeMesosMemory(b *md, res *results) {
-	b.p("### Memory")
-	var rows [][]string
+func writeMesosMemory(b *toolreport.Doc, res *results) {
+	b.Heading(3, "Memory")
+	t := toolreport.NewTable("shape", "target", "read", "Go heap after GC MiB", "RSS MiB", "peak RSS (VmHWM) MiB",
+		"start to first answer s").TextColumns(3)
 	for _, mr := range res.Mesos {
 		for _, key := range []string{keyMesos, keyFile, keyMesosPoller} {
 			m, ok := mr.Memory[key]
@@ -182,66 +216,69 @@ func writeMesosMemory(b *md, res *results) {
 			if key == keyMesosPoller {
 				when = fmt.Sprintf("after the poll tests, %d polls in all", mr.PollerPolls)
 			}
-			rows = append(rows, []string{mr.Shape.Name, key, when, "**" + mibText(m.HeapInuse) + "**", mibText(m.RSS), mibText(m.PeakRSS),
-				fmt.Sprintf("%.2f", mr.FirstAnswer[key])})
+			t.Row(mr.Shape.Name, key, when, toolreport.Bold(toolreport.MiB(m.HeapInuse)), toolreport.MiB(m.RSS),
+				toolreport.MiB(m.PeakRSS), fmt.Sprintf("%.2f", mr.FirstAnswer[key]))
 		}
 	}
-	b.tableLeft(3, []string{"shape", "target", "read", "Go heap after GC MiB", "RSS MiB", "peak RSS (VmHWM) MiB", "start to first answer s"}, rows)
-	b.p("*Go heap after GC* is `HeapInuse` right after a forced GC (the pprof heap profile with `gc=1`), as for the cluster shapes; the peak RSS is the process's since its start. mesosschema keeps no decoded copy of the state once its records are made (without `http`); its master client keeps, between polls, only the body as it came (gzipped: the *MB gzipped* of the shapes table), to recognise the same bytes. A new state is decompressed into a buffer sized by the gzip trailer and dropped after the decode. The poller's peak adds the body, the decoded state and the new records next to the records served; its heap after GC includes what the last poll left for the collector's next cycle to reuse. `-profile` saves each server's heap profile.")
+	b.Table(t)
+	b.Para("*Go heap after GC* is `HeapInuse` right after a forced GC (the pprof heap profile with `gc=1`), as " +
+		"for the cluster shapes; the peak RSS is the process's since its start. mesosschema keeps no decoded copy " +
+		"of the state once its records are made (without `http`); its master client keeps, between polls, only " +
+		"the body as it came (gzipped: the *MB gzipped* of the shapes table), to recognise the same bytes. A new " +
+		"state is decompressed into a buffer sized by the gzip trailer and dropped after the decode. The " +
+		"poller's peak adds the body, the decoded state and the new records next to the records served; its " +
+		"heap after GC includes what the last poll left for the collector's next cycle to reuse. `-profile` " +
+		"saves each server's heap profile.")
 }
 
-func writeMesosQueries(b *md, mr *mesosResult) {
+func writeMesosQueries(b *toolreport.Doc, mr *mesosResult) {
 	p := mr.Perf
 	if p == nil || len(p.Runs[testMesosMix]) == 0 {
 		return
 	}
-	perfTable(b, p, testMesosMix, fmt.Sprintf("### %s: Mesos mix over UDP at %d queries/s", mr.Shape.Name, p.Rates[testMesosMix]), versus{"file", keyFile})
+	perfTable(b, p, testMesosMix, fmt.Sprintf("%s: Mesos mix over UDP at %d queries/s", mr.Shape.Name, p.Rates[testMesosMix]),
+		versus{"file", keyFile})
 	ours, file := p.Runs[testMesosMix][keyMesos], p.Runs[testMesosMix][keyFile]
-	var rows [][]string
+	t := toolreport.NewTable("round", "mesosschema µs/query", "file µs/query", "×", "mesosschema p99 ms", "file p99 ms",
+		"other processes on server CPU")
 	for i := range min(len(ours), len(file)) {
-		rows = append(rows, []string{fmt.Sprint(i + 1), fmt.Sprintf("%.1f", ours[i].CPUPerQuery), fmt.Sprintf("%.1f", file[i].CPUPerQuery),
-			ratioText(ours[i].CPUPerQuery, file[i].CPUPerQuery), fmt.Sprintf("%.3f", ours[i].P99), fmt.Sprintf("%.3f", file[i].P99),
-			fmt.Sprintf("%.0f%% / %.0f%%", 100*ours[i].OtherBusy, 100*file[i].OtherBusy)})
+		t.Row(fmt.Sprint(i+1), fmt.Sprintf("%.1f", ours[i].CPUPerQuery), fmt.Sprintf("%.1f", file[i].CPUPerQuery),
+			toolreport.Ratio(ours[i].CPUPerQuery, file[i].CPUPerQuery), fmt.Sprintf("%.3f", ours[i].P99),
+			fmt.Sprintf("%.3f", file[i].P99), toolreport.Percent(ours[i].OtherBusy)+" / "+toolreport.Percent(file[i].OtherBusy))
 	}
-	b.table([]string{"round", "mesosschema µs/query", "file µs/query", "×", "mesosschema p99 ms", "file p99 ms", "other processes on server CPU"}, rows)
+	b.Table(t)
 	if lo, hi, ok := p.roundRatios(testMesosMix, keyMesos, keyFile); ok {
 		text := fmt.Sprintf("Per round, mesosschema / file: best %.2f, worst %.2f.", lo, hi)
 		if c := p.Calibration[testMesosMix]; len(c) > 0 {
-			text += fmt.Sprintf(" Saturated (the calibration, once): %s.", calibrationText(c))
+			text += fmt.Sprintf(" Saturated (the calibration, once): %s.", toolreport.Pairs(c, "%s %.0f q/s"))
 		}
-		b.p("%s", text)
+		b.Para("%s", text)
 	}
-	b.p("Mix: %s. The names are those of the running tasks (task, instance, `_task._tcp` and `.slave` names) as mesosstate's label rules make them from the state, each checked against the AXFR: %s of %s found.",
-		mr.Mix, thousands(mr.MixNames.Found), thousands(mr.MixNames.Expected))
-	for _, c := range p.CrossCheck {
-		b.line("- Same answers? %s: %d of %d distinct queries of the mix answered differently (rcode or answer records, TTL and order aside).", c.Pair, c.Differing, c.Compared)
-		for _, ex := range c.Examples {
-			b.line("  - `%s`", ex)
-		}
-	}
+	b.Para("Mix: %s. The names are those of the running tasks (task, instance, `_task._tcp` and `.slave` names) "+
+		"as mesosstate's label rules make them from the state, each checked against the AXFR: %s of %s found.",
+		mr.Mix, toolreport.Thousands(mr.MixNames.Found), toolreport.Thousands(mr.MixNames.Expected))
+	writeCrossCheck(b, p, "Same answers? ")
 	for _, n := range mr.Notes {
-		b.line("- Note: %s", n)
+		b.Line("- Note: %s", n)
 	}
-	b.line("")
+	b.End()
 }
 
-// calibrationText is "file 8,100 q/s, mesosschema 12,000 q/s".
-func calibrationText(m map[string]float64) string {
-	var parts []string
-	for _, k := range sortedKeys(m) {
-		parts = append(parts, fmt.Sprintf("%s %.0f q/s", k, m[k]))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func writeMesosMethod(b *md, res *results) {
-	b.p("### How the Mesos shapes are measured")
-	for _, key := range []string{keyMesos, keyMesosPoller, keyFile} {
-		if label, ok := res.Targets[key]; ok {
-			b.line("- **%s**: %s", key, label)
-		}
-	}
-	b.line("")
-	b.p("The master is test/mesosmaster's stand-in, in the bench process, behind a tap (an HTTP reverse proxy on loopback) that the servers are given as their only master and that the state names as its leader; it serves `/master/state` gzipped, as a master does for a client that accepts gzip, each body compressed once before the poll that gets it. Every server is its own `bin/coredns` with the plugin under test alone in a server block (`mesosschema mesos { masters TAP; refresh R; ttl %d }`, or `file ZONEFILE mesos`) and pprof and prometheus in another, pinned to the server CPU; the bench process is moved to the client CPU during the poll tests. %s.", mesosTTL, res.Pinning)
-	b.p("**CPU per query**: dnsperf sends the mix (%d queries drawn with a fixed seed from the AXFR's names, looped) at a fixed load, half the slower target's saturated rate (`-mesos-qps` sets it), to mesosschema and to file in turn, %d rounds of %s; CPU per query is the server's utime+stime over the run divided by the queries answered. mesosschema polls once an hour there, so no poll falls in a run: the poll's cost is the poll table's, which at a refresh of R seconds adds (CPU per poll)/R of a core. The answers of both to the mix's first distinct queries are compared before the rounds.", mixLines, res.Rounds, res.Duration)
+func writeMesosMethod(b *toolreport.Doc, res *results) {
+	b.Heading(3, "How the Mesos shapes are measured")
+	writeTargets(b, res, keyMesos, keyMesosPoller, keyFile)
+	b.Para("The master is test/mesosmaster's stand-in, in the bench process, behind a tap (an HTTP reverse proxy "+
+		"on loopback) that the servers are given as their only master and that the state names as its leader; "+
+		"it serves `/master/state` gzipped, as a master does for a client that accepts gzip, each body "+
+		"compressed once before the poll that gets it. Every server is its own `bin/coredns` with the plugin "+
+		"under test alone in a server block (`mesosschema mesos { masters TAP; refresh R; ttl %d }`, or "+
+		"`file ZONEFILE mesos`) and pprof and prometheus in another, pinned to the server CPU; the bench "+
+		"process is moved to the client CPU during the poll tests. %s.", mesosTTL, res.Pinning)
+	b.Para("**CPU per query**: dnsperf sends the mix (%d queries drawn with a fixed seed from the AXFR's names, "+
+		"looped) at a fixed load, half the slower target's saturated rate (`-mesos-qps` sets it), to "+
+		"mesosschema and to file in turn, %d rounds of %s; CPU per query is the server's utime+stime over the "+
+		"run divided by the queries answered. mesosschema polls once an hour there, so no poll falls in a run: "+
+		"the poll's cost is the poll table's, which at a refresh of R seconds adds (CPU per poll)/R of a core. "+
+		"The answers of both to the mix's first distinct queries are compared before the rounds.",
+		mixLines, res.Rounds, res.Duration)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // mesosShape is a Mesos cluster mesosschema is measured on: a master's
@@ -30,8 +31,10 @@ func (s mesosShape) describe() string {
 		instances = "one instance an app (every task its own name)"
 	}
 	out := fmt.Sprintf("%s running tasks (and %.0f%% more in other states) in %d frameworks on %d agents, %s",
-		thousands(g.Tasks), 100*g.NotRunning, g.Frameworks, g.Agents, instances)
-	return out + fmt.Sprintf("; %.0f%% of apps on a container network (dual stack on IPv6 agents), %.0f%% with a Docker label IP, %.0f%% with DiscoveryInfo named ports, %.0f%% of agents IPv6, %.0f%% of frameworks with names to sanitize (generator seed %d)",
+		toolreport.Thousands(g.Tasks), 100*g.NotRunning, g.Frameworks, g.Agents, instances)
+	return out + fmt.Sprintf("; %.0f%% of apps on a container network (dual stack on IPv6 agents), %.0f%% with a Docker "+
+		"label IP, %.0f%% with DiscoveryInfo named ports, %.0f%% of agents IPv6, %.0f%% of frameworks with names to "+
+		"sanitize (generator seed %d)",
 		100*g.NetInfo, 100*g.DockerLabel, 100*g.Discovery, 100*g.IPv6Agents, 100*g.OddNames, g.Seed)
 }
 

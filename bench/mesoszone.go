@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -143,7 +145,7 @@ func mesosMix(n mesosNames, z *zone) ([]share, error) {
 		_, fw, _ := strings.Cut(strings.TrimSuffix(name, "."+mesosZone), ".")
 		frameworks[fw] = true
 	}
-	fws := sortedKeys(frameworks)
+	fws := slices.Sorted(maps.Keys(frameworks))
 	return []share{
 		{"task A", 30, func(r *rand.Rand) query { return addr(pick(r, n.tasks)) }},
 		{"task AAAA (NODATA where IPv4 only)", 10, func(r *rand.Rand) query {

@@ -16,6 +16,8 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // The tests of a round on the default fixture, in the order they run.
@@ -147,7 +149,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 			logf("%s: %v", sh.Name, err)
 		}
 	}
-	e.res.Finished, e.res.Machine.LoadEnd = time.Now(), loadavg()
+	e.res.Finished, e.res.Machine.LoadEnd = time.Now(), toolreport.LoadAverage()
 	if len(e.res.Shapes) == 0 && len(e.res.Mesos) == 0 {
 		return fmt.Errorf("nothing measured: %s", strings.Join(e.res.Errors, "; "))
 	}
@@ -184,7 +186,7 @@ func newResults(cfg *config, args []string) *results {
 		pinning = fmt.Sprintf("taskset: every DNS server process and the in-process benchmark on CPU %d (so GOMAXPROCS=1 for all), dnsperf on CPU %d", cfg.serverCPU, cfg.clientCPU)
 	}
 	return &results{
-		Started: time.Now(), Command: "cd bench && go run . " + shellJoin(args), Note: cfg.Note, Scale: cfg.Scale,
+		Started: time.Now(), Command: "cd bench && go run . " + toolflags.ShellJoin(args), Note: cfg.Note, Scale: cfg.Scale,
 		Machine: readMachine(cfg.CoreDNS), Rounds: cfg.rounds, Duration: cfg.duration.String(), SatDuration: cfg.satDuration.String(),
 		Changes: cfg.changes, Benchtime: cfg.benchtime, Pinning: pinning, Commands: map[string]string{},
 		Churn:   churnSettings{Rate: cfg.churn.rate, Writers: cfg.churn.writers, CheckRate: cfg.churn.checkRate, Duration: cfg.churn.duration.String()},
@@ -728,22 +730,10 @@ func (r *shapeRun) goBench(ctx context.Context) error {
 		return err
 	}
 	logf("in-process benchmark (go test -bench, benchtime %s)", r.cfg.benchtime)
-	r.res.GoBenchCommand = fmt.Sprintf("cd bench && go test -c -o inprocess.test ./inprocess && SCHEMADNS_BENCH_KUBECONFIG=... SCHEMADNS_BENCH_CASES=cases.txt SCHEMADNS_BENCH_MIX=mix.txt taskset -c %d ./inprocess.test %s",
+	r.res.GoBenchCommand = fmt.Sprintf("cd bench && go test -c -o inprocess.test ./inprocess && "+
+		"SCHEMADNS_BENCH_KUBECONFIG=... SCHEMADNS_BENCH_CASES=cases.txt SCHEMADNS_BENCH_MIX=mix.txt "+
+		"taskset -c %d ./inprocess.test %s",
 		r.cfg.serverCPU, strings.Join(goBenchArgs(r.cfg), " "))
 	r.sr.Perf.GoBench, err = runInprocess(ctx, r.cfg, bin, r.cluster.Kubeconfig, r.files.cases, r.files.mix)
 	return err
 }
-
-// shellJoin quotes args for a shell where needed.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = a
-		if a == "" || strings.ContainsFunc(a, func(r rune) bool { return !strings.ContainsRune(safeShell, r) }) {
-			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(out, " ")
-}
-
-const safeShell = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%"

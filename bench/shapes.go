@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // shape is one kind of cluster the plugins are measured on. A figure
@@ -56,28 +58,28 @@ func (s shape) namespaces() int {
 func (s shape) describe() string {
 	var parts []string
 	if s.ClusterIP > 0 {
-		parts = append(parts, fmt.Sprintf("%s ClusterIP", thousands(s.ClusterIP)))
+		parts = append(parts, fmt.Sprintf("%s ClusterIP", toolreport.Thousands(s.ClusterIP)))
 	}
 	if s.Headless > 0 {
-		parts = append(parts, fmt.Sprintf("%s headless", thousands(s.Headless)))
+		parts = append(parts, fmt.Sprintf("%s headless", toolreport.Thousands(s.Headless)))
 	}
 	out := strings.Join(parts, " + ") + fmt.Sprintf(" services × %d endpoints", s.Endpoints)
 	if len(s.BigHeadless) > 0 {
 		out += fmt.Sprintf(", headless services of %s endpoints", joinInts(s.BigHeadless))
 	}
-	out += fmt.Sprintf(" (%s endpoints)", thousands(s.endpoints()))
+	out += fmt.Sprintf(" (%s endpoints)", toolreport.Thousands(s.endpoints()))
 	if s.namespaces() == 1 {
 		out += ", all in one namespace"
 	} else {
 		out += fmt.Sprintf(", %d namespaces", s.namespaces())
 	}
 	if s.Pods > 0 {
-		out += fmt.Sprintf(", %s pods", thousands(s.Pods))
+		out += fmt.Sprintf(", %s pods", toolreport.Thousands(s.Pods))
 	} else {
 		out += ", no pods"
 	}
 	if s.Imports > 0 {
-		out += fmt.Sprintf(", %s ServiceImports", thousands(s.Imports))
+		out += fmt.Sprintf(", %s ServiceImports", toolreport.Thousands(s.Imports))
 	}
 	return out
 }
@@ -139,4 +141,13 @@ func shapeNames(scale string) string {
 		names = append(names, s.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// joinInts is "10, 100, 1000".
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // summary is a test's figures for one target: medians over the rounds.
@@ -119,8 +121,8 @@ func goals(res *results) []goal {
 		g := goal{What: what, Shape: shape, Goal: goalText, Met: "not measured", Measured: "–"}
 		if num > 0 && den > 0 {
 			r := num / den
-			g.Measured = fmt.Sprintf("%.2f (%s / %s %s)", r, trimFloat(num), trimFloat(den), unit)
-			g.Met = metText(r <= limit)
+			g.Measured = toolreport.RatioOf(num, den, unit)
+			g.Met = toolreport.Met(r <= limit)
 		}
 		out = append(out, g)
 		return &out[len(out)-1]
@@ -167,7 +169,7 @@ func goals(res *results) []goal {
 		skipParts = append(skipParts, fmt.Sprintf("%s %d of %d", sr.Shape.Name, n, q.Updates))
 	}
 	if quiet {
-		skips.Measured, skips.Met = strings.Join(skipParts, "; "), metText(allSkipped)
+		skips.Measured, skips.Met = strings.Join(skipParts, "; "), toolreport.Met(allSkipped)
 	}
 	out = append(out, skips)
 	perfName := "S3"
@@ -188,14 +190,14 @@ func goals(res *results) []goal {
 	if sr := byName["S2"]; sr != nil && sr.firstAnswer(keyOurs) > 0 && sr.firstAnswer(keyStock) > 0 {
 		a, b := sr.firstAnswer(keyOurs), sr.firstAnswer(keyStock)
 		first.Measured = fmt.Sprintf("%.2f (%.2f s / %.2f s, medians of %d starts each)", a/b, a, b, len(sr.FirstAnswer[keyOurs]))
-		first.Met = metText(a <= 0.8*b)
+		first.Met = toolreport.Met(a <= 0.8*b)
 	}
 	out = append(out, first)
 	first = goal{What: "start to first complete answer, both started at the same moment: kubeschema / stock", Shape: shapeLabel("S2"), Goal: "≤ 0.80", Met: "not measured", Measured: "–"}
 	if sr := byName["S2"]; sr != nil && median(sr.Together[keyOurs]) > 0 && median(sr.Together[keyStock]) > 0 {
 		a, b := median(sr.Together[keyOurs]), median(sr.Together[keyStock])
 		first.Measured = fmt.Sprintf("%.2f (%.2f s / %.2f s, medians of %d starts)", a/b, a, b, len(sr.Together[keyOurs]))
-		first.Met = metText(a <= 0.8*b)
+		first.Met = toolreport.Met(a <= 0.8*b)
 	}
 	out = append(out, first)
 	// cpu is a CPU-per-query ratio of medians, with the range of the
@@ -220,7 +222,7 @@ func goals(res *results) []goal {
 	}
 	if worst >= 0 {
 		alloc.Measured = fmt.Sprintf("%d allocs/op (%s)", worst, worstCase)
-		alloc.Met = metText(worst <= 2)
+		alloc.Met = toolreport.Met(worst <= 2)
 	}
 	out = append(out, alloc)
 	wrongs := goal{What: "wrong answers under EndpointSlice churn: kubeschema", Shape: "every shape measured", Goal: "0", Met: "not measured", Measured: "–"}
@@ -232,13 +234,13 @@ func goals(res *results) []goal {
 		}
 		c := sr.Churn.Check[keyOurs]
 		total, answers = total+c.Wrong+c.StaleAtEnd, answers+c.Answers
-		parts = append(parts, fmt.Sprintf("%s %d of %s", sr.Shape.Name, c.Wrong, thousands(c.Answers)))
+		parts = append(parts, fmt.Sprintf("%s %d of %s", sr.Shape.Name, c.Wrong, toolreport.Thousands(c.Answers)))
 		if c.StaleAtEnd > 0 {
 			parts[len(parts)-1] += fmt.Sprintf(", %d stale at the end", c.StaleAtEnd)
 		}
 	}
 	if answers > 0 {
-		wrongs.Measured, wrongs.Met = strings.Join(parts, "; "), metText(total == 0)
+		wrongs.Measured, wrongs.Met = strings.Join(parts, "; "), toolreport.Met(total == 0)
 	}
 	out = append(out, wrongs)
 	return append(out, mesosGoals(res)...)
@@ -261,22 +263,4 @@ func (p *perfFigures) roundRatios(test, num, den string) (lo, hi float64, ok boo
 	return lo, hi, ok
 }
 
-func metText(ok bool) string {
-	if ok {
-		return "met"
-	}
-	return "not met"
-}
-
 const mib = 1 << 20
-
-// thousands is 10000 as "10k", 1500 as "1.5k", 999 as "999".
-func thousands(n int) string {
-	switch {
-	case n >= 1000 && n%1000 == 0:
-		return fmt.Sprintf("%dk", n/1000)
-	case n >= 1000:
-		return fmt.Sprintf("%.1fk", float64(n)/1000)
-	}
-	return fmt.Sprint(n)
-}

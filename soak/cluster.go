@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,7 +19,10 @@ import (
 // writers are never turned away. The watch cache stays on (the default), as
 // in a cluster. ServiceAccount stays off, as test/kubeapi has it.
 var apiServerFlags = []string{
-	"--disable-admission-plugins=ServiceAccount,ResourceQuota,LimitRanger,PodSecurity,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,ValidatingAdmissionPolicy,MutatingAdmissionPolicy,Priority,DefaultTolerationSeconds,DefaultStorageClass,StorageObjectInUseProtection,PersistentVolumeClaimResize,RuntimeClass,DefaultIngressClass,TaintNodesByCondition",
+	"--disable-admission-plugins=" + strings.Join([]string{"ServiceAccount", "ResourceQuota", "LimitRanger", "PodSecurity",
+		"MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy",
+		"Priority", "DefaultTolerationSeconds", "DefaultStorageClass", "StorageObjectInUseProtection",
+		"PersistentVolumeClaimResize", "RuntimeClass", "DefaultIngressClass", "TaintNodesByCondition"}, ","),
 	"--enable-priority-and-fairness=false",
 	"--max-requests-inflight=4000",
 	"--max-mutating-requests-inflight=2000",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/schemadns/schemadns/test/dnsload"
 	"github.com/schemadns/schemadns/test/mesosmaster"
+	"github.com/schemadns/schemadns/test/toolreport"
 	"github.com/schemadns/schemadns/test/zookeeper"
 )
 
@@ -67,7 +68,8 @@ const mesosSlack = time.Second
 type mesosResults struct {
 	Started, Finished     time.Time
 	Command, Note         string
-	Machine, Cluster      string
+	Machine               machine
+	Cluster               string
 	Refresh, StateTimeout string
 	Scenarios             []*mesosResult
 	Durations, Errors     []string
@@ -76,8 +78,9 @@ type mesosResults struct {
 func newMesosResults(cfg *config, args []string) *mesosResults {
 	o := mesosShape(cfg.mesosTasks)
 	return &mesosResults{
-		Started: time.Now(), Command: command(cfg, args), Note: cfg.Note, Machine: machine(),
-		Cluster: fmt.Sprintf("%d running tasks (%d more in other states) of 1 to %d instances an app in %d frameworks on %d agents (mesosstatetest's BenchShape, scaled; IPv4 agents)",
+		Started: time.Now(), Command: command(cfg, args), Note: cfg.Note, Machine: readMachine(cfg.CoreDNS),
+		Cluster: fmt.Sprintf("%d running tasks (%d more in other states) of 1 to %d instances an app in %d frameworks "+
+			"on %d agents (mesosstatetest's BenchShape, scaled; IPv4 agents)",
 			o.Tasks, int(float64(o.Tasks)*o.NotRunning+0.5), o.MaxInstances, o.Frameworks, o.Agents),
 		Refresh: cfg.mesosRefresh.String(), StateTimeout: cfg.mesosStateTimeout.String(),
 	}
@@ -105,7 +108,7 @@ func runMesos(ctx context.Context, cfg *config, work string, res *mesosResults) 
 			break
 		}
 	}
-	res.Finished = time.Now()
+	res.Finished, res.Machine.LoadEnd = time.Now(), toolreport.LoadAverage()
 }
 
 // mesosEnv is one Mesos scenario's world.

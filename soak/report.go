@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // results are everything the report is written from (and
@@ -16,7 +19,7 @@ type results struct {
 	Started, Finished time.Time
 	Command           string
 	Note              string
-	Machine           string
+	Machine           machine
 	Fixture           string
 	LoadSeconds       float64
 	SyncedRSS         map[string]int64
@@ -34,15 +37,15 @@ type results struct {
 
 // hasKubernetes tells whether res holds results of Kubernetes scenarios.
 func (res *results) hasKubernetes() bool {
-	return res.Churn != nil || res.Quiet != nil || res.Relist != nil || res.Faults != nil || res.Hostile != nil || res.Slow != nil ||
-		len(res.Errors) > 0
+	return res.Churn != nil || res.Quiet != nil || res.Relist != nil || res.Faults != nil || res.Hostile != nil ||
+		res.Slow != nil || len(res.Errors) > 0
 }
 
 func newResults(cfg *config, args []string) *results {
 	return &results{
-		Started: time.Now(), Command: command(cfg, args), Note: cfg.Note, Machine: machine(),
-		Fixture: fmt.Sprintf("%d headless services × %d endpoints and %d ClusterIP services (one EndpointSlice each, %d per namespace), %d ServiceImports",
-			cfg.headless, cfg.endpoints, cfg.clusterIP, servicesPerNS, cfg.imports),
+		Started: time.Now(), Command: command(cfg, args), Note: cfg.Note, Machine: readMachine(cfg.CoreDNS),
+		Fixture: fmt.Sprintf("%d headless services × %d endpoints and %d ClusterIP services (one EndpointSlice each, "+
+			"%d per namespace), %d ServiceImports", cfg.headless, cfg.endpoints, cfg.clusterIP, servicesPerNS, cfg.imports),
 		SyncedRSS: map[string]int64{},
 	}
 }
@@ -75,24 +78,6 @@ func command(cfg *config, args []string) string {
 	return base + " SOAKFLAGS='" + strings.Join(kept, " ") + "'"
 }
 
-// machine describes the host: CPUs, model, load.
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "model name"); ok {
-				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
-	}
-	load := ""
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		load = ", load average at start " + strings.Join(strings.Fields(string(b))[:3], " ")
-	}
-	return fmt.Sprintf("%d CPUs (%s), %s%s", runtime.NumCPU(), model, runtime.Version(), load)
-}
-
 // writeReport writes reliability.md and reliability.json into cfg.OutDir.
 // A run of one family of scenarios alone (Kubernetes or Mesos) keeps the
 // other family's results from the reliability.json already there.
@@ -108,10 +93,7 @@ func writeReport(cfg *config, res *results) error {
 	if err := os.WriteFile(filepath.Join(cfg.OutDir, "reliability.json"), append(raw, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
-	var b strings.Builder
-	r := &report{b: &b, res: res}
-	r.write()
-	if err := os.WriteFile(filepath.Join(cfg.OutDir, "reliability.md"), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cfg.OutDir, "reliability.md"), []byte(markdown(res)), 0o644); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
@@ -146,21 +128,59 @@ func keepOthers(cfg *config, res *results) *results {
 	return &prev
 }
 
+// machine is the host's facts, as every tool's report prints them.
+// reliability.json files of runs before toolreport hold them as one line,
+// "2 CPUs (AMD EPYC), go1.26.8, load average at start 1.76 1.50 1.04",
+// which is read back into the same facts: a run of one family of scenarios
+// keeps the other family's results from that file.
+type machine struct{ toolreport.Machine }
+
+func readMachine(coredns string) machine { return machine{toolreport.ReadMachine(coredns)} }
+
+// machineLine is the one line of earlier runs.
+var machineLine = regexp.MustCompile(`^(\d+) CPUs \((.*)\), ([^,\s]+)(?:, load average at start (.+))?$`)
+
+func (m *machine) UnmarshalJSON(b []byte) error {
+	var line string
+	if err := json.Unmarshal(b, &line); err != nil {
+		return json.Unmarshal(b, &m.Machine)
+	}
+	if line == "" {
+		return nil
+	}
+	f := machineLine.FindStringSubmatch(line)
+	if f == nil {
+		return fmt.Errorf("machine %q: neither the facts nor the line of an earlier run", line)
+	}
+	m.CPUs, _ = strconv.Atoi(f[1])
+	m.CPUModel, m.GoVersion, m.LoadStart = f[2], f[3], f[4]
+	return nil
+}
+
 // report renders the results as Markdown.
 type report struct {
-	b   *strings.Builder
+	toolreport.Doc
 	res *results
 }
 
-func (r *report) p(format string, args ...any) { fmt.Fprintf(r.b, format+"\n", args...) }
+func markdown(res *results) string {
+	r := &report{res: res}
+	r.write()
+	return r.String()
+}
 
 // run writes the list items that say when and where a run was made.
-func (r *report) run(started, finished time.Time, durations []string, machine, note string) {
-	r.p("- Run: %s to %s UTC; %s", started.UTC().Format("2006-01-02 15:04"), finished.UTC().Format("15:04"), strings.Join(durations, ", "))
-	r.p("- Machine: %s", machine)
+func (r *report) run(started, finished time.Time, durations []string, note string) {
+	r.Line("- Run: %s to %s UTC; %s", started.UTC().Format("2006-01-02 15:04"), finished.UTC().Format("15:04"),
+		strings.Join(durations, ", "))
 	if note != "" {
-		r.p("- Note: %s", note)
+		r.Line("- Note: %s", note)
 	}
+}
+
+// table is a table of text only, as the page's are.
+func table(head ...string) *toolreport.Table {
+	return toolreport.NewTable(head...).TextColumns(len(head))
 }
 
 func passFail(ok bool) string {
@@ -171,12 +191,10 @@ func passFail(ok bool) string {
 }
 
 func (r *report) write() {
-	r.p("# Reliability")
-	r.p("")
+	r.Heading(1, "Reliability")
 	if r.res.hasKubernetes() {
 		if r.res.Mesos != nil {
-			r.p("The Kubernetes plugins first, then [Mesos](#mesos-mesosschema) (mesosschema).")
-			r.p("")
+			r.Para("The Kubernetes plugins first, then [Mesos](#mesos-mesosschema) (mesosschema).")
 		}
 		r.kubernetes()
 	}
@@ -186,15 +204,21 @@ func (r *report) write() {
 // kubernetes writes the Kubernetes part of the page.
 func (r *report) kubernetes() {
 	res := r.res
-	r.p("Generated by `soak/`: reproduce with `%s` (a full run takes about %s on this machine).", res.Command, res.Finished.Sub(res.Started).Round(time.Minute))
-	r.p("It starts a real etcd and kube-apiserver on loopback, loads the fixture with client-go, and runs two `bin/coredns`:")
-	r.p("**ours** (kubeschema and multicluster in one server block, edns0autopath in front of kubeschema in a second, one shared watch cache)")
-	r.p("and **stock** (CoreDNS's own `kubernetes` plugin with `multicluster clusterset.local`, compiled into the same binary).")
-	r.p("Both reach the API server through a TCP proxy of the tool's own, which the fault scenarios use. See [soak/README.md](../soak/README.md) for the method.")
-	r.p("")
-	r.run(res.Started, res.Finished, res.Durations, res.Machine, res.Note)
-	r.p("- Fixture: %s; loaded in %.0f s. RSS once synced: ours %s, stock %s.", res.Fixture, res.LoadSeconds, mib(res.SyncedRSS[keyOurs]), mib(res.SyncedRSS[keyStock]))
-	r.p("")
+	r.Line("Generated by `soak/`: reproduce with `%s` (a full run takes about %s on this machine).",
+		res.Command, res.Finished.Sub(res.Started).Round(time.Minute))
+	r.Line("It starts a real etcd and kube-apiserver on loopback, loads the fixture with client-go, and runs two `bin/coredns`:")
+	r.Line("**ours** (kubeschema and multicluster in one server block, edns0autopath in front of kubeschema in a " +
+		"second, one shared watch cache)")
+	r.Line("and **stock** (CoreDNS's own `kubernetes` plugin with `multicluster clusterset.local`, compiled into the same binary).")
+	r.Line("Both reach the API server through a TCP proxy of the tool's own, which the fault scenarios use. " +
+		"See [soak/README.md](../soak/README.md) for the method.")
+	r.End()
+	r.run(res.Started, res.Finished, res.Durations, res.Note)
+	r.Line("- Fixture: %s; loaded in %.0f s. RSS once synced: ours %s, stock %s.",
+		res.Fixture, res.LoadSeconds, mib(res.SyncedRSS[keyOurs]), mib(res.SyncedRSS[keyStock]))
+	r.End()
+	r.Heading(2, "Machine")
+	r.Table(res.Machine.Table())
 	r.summary()
 	r.churn()
 	r.quiet()
@@ -203,10 +227,7 @@ func (r *report) kubernetes() {
 	r.hostile()
 	r.slow()
 	if len(res.Errors) > 0 {
-		r.p("## Errors of this run")
-		r.p("")
-		for _, e := range res.Errors {
-			r.p("- %s", e)
-		}
+		r.Heading(2, "Errors of this run")
+		r.List(res.Errors)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/schemadns/schemadns/test/dnsload"
 	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // env is one run's state, shared by the scenarios.
@@ -56,7 +57,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		res.Mesos = newMesosResults(cfg, args)
 		runMesos(ctx, cfg, work, res.Mesos)
 	}
-	res.Finished = time.Now()
+	res.Finished, res.Machine.LoadEnd = time.Now(), toolreport.LoadAverage()
 	if err := writeReport(cfg, res); err != nil {
 		return err
 	}
@@ -287,5 +288,3 @@ func (e *env) teardown() {
 		}
 	}
 }
-
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

@@ -65,7 +65,8 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.serverCPU, "server-cpu", 1, "CPU the DNS server is pinned to (GOMAXPROCS=1)")
 	fs.IntVar(&cfg.clientCPU, "client-cpu", 0, "CPU this tool (fake API server, feeder, checker) is pinned to")
 	fs.BoolVar(&cfg.pin, "pin", true, "pin the server and this tool with taskset")
-	fs.StringVar(&cfg.profile, "profile", "", "write each server's CPU profile of the first seconds of its absorption to this directory (a pprof block is added to the Corefile; the figures then include the profiler's small cost)")
+	fs.StringVar(&cfg.profile, "profile", "", "write each server's CPU profile of the first seconds of its absorption "+
+		"to this directory (a pprof block is added to the Corefile; the figures then include the profiler's small cost)")
 	if err := cfg.Parse(fs, args, presets); err != nil {
 		return nil, err
 	}

@@ -107,8 +107,14 @@ var servicePorts = []corev1.ServicePort{
 const (
 	managedBy = "endpointslice-controller.k8s.io"
 	// sliceFields is the endpointslice-controller's managedFields entry.
-	sliceFields   = `{"f:addressType":{},"f:endpoints":{},"f:metadata":{"f:annotations":{".":{},"f:endpoints.kubernetes.io/last-change-trigger-time":{}},"f:generateName":{},"f:labels":{".":{},"f:endpointslice.kubernetes.io/managed-by":{},"f:kubernetes.io/service-name":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"%s\"}":{}}},"f:ports":{}}`
-	serviceFields = `{"f:spec":{"f:clusterIP":{},"f:internalTrafficPolicy":{},"f:ports":{".":{},"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{},"f:protocol":{},"f:targetPort":{}},"k:{\"port\":9090,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{},"f:protocol":{},"f:targetPort":{}}},"f:selector":{},"f:sessionAffinity":{},"f:type":{}}}`
+	sliceFields = `{"f:addressType":{},"f:endpoints":{},` +
+		`"f:metadata":{"f:annotations":{".":{},"f:endpoints.kubernetes.io/last-change-trigger-time":{}},"f:generateName":{},` +
+		`"f:labels":{".":{},"f:endpointslice.kubernetes.io/managed-by":{},"f:kubernetes.io/service-name":{}},` +
+		`"f:ownerReferences":{".":{},"k:{\"uid\":\"%s\"}":{}}},"f:ports":{}}`
+	serviceFields = `{"f:spec":{"f:clusterIP":{},"f:internalTrafficPolicy":{},"f:ports":{".":{},` +
+		`"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{},"f:protocol":{},"f:targetPort":{}},` +
+		`"k:{\"port\":9090,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{},"f:protocol":{},"f:targetPort":{}}},` +
+		`"f:selector":{},"f:sessionAffinity":{},"f:type":{}}}`
 )
 
 // created is when every object was created: an hour before the run.

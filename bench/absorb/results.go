@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // results are one run of the tool, for the report.
@@ -16,7 +19,7 @@ type results struct {
 	Command           string
 	Scale             string
 	Note              string
-	Machine           machine
+	Machine           toolreport.Machine
 	CheckRate         int
 	Pinned            bool
 	ServerCPU         int
@@ -61,8 +64,8 @@ const (
 func run(ctx context.Context, cfg *config, args []string) error {
 	res := &results{Started: time.Now(), Scale: cfg.Scale, Note: cfg.Note, CheckRate: cfg.checkRate,
 		Pinned: cfg.pin, ServerCPU: cfg.serverCPU, ClientCPU: cfg.clientCPU,
-		Command: strings.TrimSpace("cd bench && GOWORK=off go run ./absorb " + shellJoin(args))}
-	res.Machine = readMachine(cfg.CoreDNS)
+		Command: strings.TrimSpace("cd bench && GOWORK=off go run ./absorb " + toolflags.ShellJoin(args))}
+	res.Machine = toolreport.ReadMachine(cfg.CoreDNS)
 	var err error
 	if cfg.work, err = os.MkdirTemp("", "absorb-"); err != nil {
 		return err
@@ -80,7 +83,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		res.Shapes = append(res.Shapes, sr)
 	}
 	res.Finished = time.Now()
-	res.Machine.LoadEnd = loadavg()
+	res.Machine.LoadEnd = toolreport.LoadAverage()
 	if ctx.Err() != nil {
 		res.Errors = append(res.Errors, "interrupted: "+ctx.Err().Error())
 	}
@@ -112,8 +115,9 @@ func measureShape(ctx context.Context, cfg *config, s shape, res *results) *shap
 	es := enc.resources["apis/discovery.k8s.io/v1/endpointslices"]
 	sr := &shapeResult{Shape: s, Updates: n, Names: len(enc.model.changed), ListBytes: len(es.list),
 		EventBytes: len(es.events.buf), EncodeSec: enc.took.Seconds(), ByTarget: map[string]*summary{}, WatchListed: true}
-	logf("%s: encoded in %s: EndpointSlice list %.1f MiB, %d update events %.1f MiB (%d bytes each on average), %d names changed",
-		s.Name, enc.took.Round(time.Millisecond), mib(sr.ListBytes), n, mib(sr.EventBytes), sr.EventBytes/max(n, 1), sr.Names)
+	logf("%s: encoded in %s: EndpointSlice list %s MiB, %d update events %s MiB (%d bytes each on average), %d names changed",
+		s.Name, enc.took.Round(time.Millisecond), toolreport.MiB(int64(sr.ListBytes)), n, toolreport.MiB(int64(sr.EventBytes)),
+		sr.EventBytes/max(n, 1), sr.Names)
 	for round := range cfg.rounds {
 		order := slices2(targets, round%2 == 1)
 		for _, t := range order {
@@ -135,18 +139,23 @@ func measureShape(ctx context.Context, cfg *config, s shape, res *results) *shap
 			if r.Requests["WATCH-LIST endpointslices"] == 0 {
 				sr.WatchListed = false
 			}
-			logf("  %d updates in %.2f s: %.0f updates/s, %.1f µs CPU each (server busy %s, others on its core %s; this tool %s, its core %s); fed in %.2f s; synced %.1f s after start; %d answers checked, %d wrong, %d older than seen, %d SRV/PTR (%d wrong), %d found behind, %d stale",
-				r.Updates, r.Seconds, r.Rate, r.CPUPer, pct(r.Busy), pct(r.Others), pct(r.Tool), pct(r.ToolCore), r.FeedSec, r.SyncSec, r.Check.Answers, r.Check.Wrong, r.Check.Back, r.Check.Spot, r.Check.SpotWrong, r.FoundStale, r.StaleAtEnd)
+			logRound(r)
 			sr.Rounds = append(sr.Rounds, r)
 		}
 	}
+	sr.tally()
+	return sr
+}
+
+// tally sums up each target's rounds and sets the ratios of ours to
+// stock.
+func (sr *shapeResult) tally() {
 	for _, t := range targets {
 		sr.ByTarget[t.Key] = summarize(sr.Rounds, t.Key)
 	}
 	if o, st := sr.ByTarget[keyOurs], sr.ByTarget[keyStock]; o != nil && st != nil {
 		sr.RatioRate, sr.RatioCPU = o.Rate/st.Rate, o.CPUPer/st.CPUPer
 	}
-	return sr
 }
 
 // slices2 is ts, reversed when flip: the order of a round.
@@ -165,7 +174,8 @@ func verdicts(r *roundResult) []string {
 	var bad []string
 	c := r.Check
 	if c.Wrong > 0 || c.Back > 0 || c.SpotWrong > 0 {
-		bad = append(bad, fmt.Sprintf("%d wrong A answers, %d older than seen, %d wrong SRV/PTR; first: %s", c.Wrong, c.Back, c.SpotWrong, strings.Join(c.Examples, "; ")))
+		bad = append(bad, fmt.Sprintf("%d wrong A answers, %d older than seen, %d wrong SRV/PTR; first: %s",
+			c.Wrong, c.Back, c.SpotWrong, strings.Join(c.Examples, "; ")))
 	}
 	if c.Answers == 0 {
 		bad = append(bad, "the model check got no answer")
@@ -222,19 +232,13 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func mib(n int) float64 { return float64(n) / (1 << 20) }
-
-// shellJoin joins args as a shell reads them back: single-quoted where
-// they hold anything but plain characters.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = a
-		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
-			return !strings.ContainsRune("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,/:+", r)
-		}) {
-			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(out, " ")
+// logRound prints a run's figures.
+func logRound(r *roundResult) {
+	pct := toolreport.Percent
+	c := r.Check
+	logf("  %d updates in %.2f s: %.0f updates/s, %.1f µs CPU each (server busy %s, others on its core %s; "+
+		"this tool %s, its core %s); fed in %.2f s; synced %.1f s after start; %d answers checked, %d wrong, "+
+		"%d older than seen, %d SRV/PTR (%d wrong), %d found behind, %d stale",
+		r.Updates, r.Seconds, r.Rate, r.CPUPer, pct(r.Busy), pct(r.Others), pct(r.Tool), pct(r.ToolCore), r.FeedSec,
+		r.SyncSec, c.Answers, c.Wrong, c.Back, c.Spot, c.SpotWrong, r.FoundStale, r.StaleAtEnd)
 }

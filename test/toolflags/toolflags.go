@@ -1,13 +1,14 @@
 // Package toolflags holds the command-line flags that bench/ and soak/
 // share, spelled and defaulted the same in both: where the repository, the
 // binary and the report are, the scale preset, the fixture loader's
-// parallelism, -keep and -note.
+// parallelism, -keep and -note; and the command line a report prints.
 package toolflags
 
 import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // Common are the shared flags' values.
@@ -73,3 +74,20 @@ func (c *Common) Finish() error {
 	}
 	return nil
 }
+
+// ShellJoin joins args as a shell reads them back, each single-quoted
+// where it holds anything but plain characters: the command line a report
+// gives to reproduce its run.
+func ShellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool { return !strings.ContainsRune(shellPlain, r) }) {
+			out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// shellPlain are the characters a shell reads as they are.
+const shellPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%"

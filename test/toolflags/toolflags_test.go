@@ -37,3 +37,13 @@ func TestPresetAndDefaults(t *testing.T) {
 		t.Error("-loaders 0 accepted")
 	}
 }
+
+// TestShellJoin: plain arguments as they are, the others quoted so that a
+// shell reads them back.
+func TestShellJoin(t *testing.T) {
+	got := ShellJoin([]string{"-scale", "small", "-note", "it's busy", "", "-out=/tmp/x,y"})
+	want := `-scale small -note 'it'\''s busy' '' -out=/tmp/x,y`
+	if got != want {
+		t.Errorf("ShellJoin: %s, want %s", got, want)
+	}
+}
