@@ -17,29 +17,30 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Services and EndpointSlices are decoded straight into their cached form,
-// in the clients that read them: the reflectors then list and watch
-// *Service and *EndpointSlice, and the generated types are never made.
+// Services, EndpointSlices and Pods are decoded straight into their cached
+// form, in the clients that read them: the reflectors then list and watch
+// *Service, *EndpointSlice and *Pod, and the generated types are never
+// made.
 // Every replica of the DNS server reads every change of every slice and
 // service in the cluster, and the generated Unmarshal was most of what a
 // change cost, and most of the start-up.
 
 // wireClients are the REST clients whose decoders give cached objects.
 type wireClients struct {
-	services rest.Interface
-	slices   rest.Interface
+	core   rest.Interface // core/v1: Services and Pods
+	slices rest.Interface
 }
 
 func newWireClients(rc *rest.Config, hc *http.Client, podNames bool) (wireClients, error) {
-	services, err := wireClient(rc, hc, corev1.SchemeGroupVersion, "/api", podNames)
+	core, err := wireClient(rc, hc, corev1.SchemeGroupVersion, "/api", podNames)
 	if err != nil {
-		return wireClients{}, fmt.Errorf("create Service client: %w", err)
+		return wireClients{}, fmt.Errorf("create core/v1 client: %w", err)
 	}
 	slices, err := wireClient(rc, hc, discoveryv1.SchemeGroupVersion, "/apis", podNames)
 	if err != nil {
 		return wireClients{}, fmt.Errorf("create EndpointSlice client: %w", err)
 	}
-	return wireClients{services: services, slices: slices}, nil
+	return wireClients{core: core, slices: slices}, nil
 }
 
 // wireClient is a REST client of gv whose decoders give cached objects; it
@@ -143,10 +144,10 @@ func rawExtension(b []byte) (raw []byte, ok bool) {
 	return raw, r.err == nil
 }
 
-// wireDecoder decodes Services, EndpointSlices and their lists into the
-// cached form: the protobuf encoding field by field (decodeService,
-// decodeSlice), any other through the generated types and their
-// conversion. Other objects (the Status of an error) are decoded as
+// wireDecoder decodes Services, EndpointSlices, Pods and their lists into
+// the cached form: the protobuf encoding field by field (decodeService,
+// decodeSlice, decodePod), any other through the generated types and
+// their conversion. Other objects (the Status of an error) are decoded as
 // usual.
 type wireDecoder struct {
 	runtime.Serializer
@@ -154,8 +155,8 @@ type wireDecoder struct {
 }
 
 var (
-	serviceAPIVersion = []byte(corev1.SchemeGroupVersion.String())
-	sliceAPIVersion   = []byte(discoveryv1.SchemeGroupVersion.String())
+	coreAPIVersion  = []byte(corev1.SchemeGroupVersion.String())
+	sliceAPIVersion = []byte(discoveryv1.SchemeGroupVersion.String())
 )
 
 func (d wireDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
@@ -171,7 +172,7 @@ func (d wireDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into
 	return d.convert(obj), gvk, nil
 }
 
-// decodeWire decodes a protobuf Service, EndpointSlice or list of either;
+// decodeWire decodes a protobuf Service, EndpointSlice, Pod or list of one;
 // nil, nil for anything else.
 func (d wireDecoder) decodeWire(data []byte) (runtime.Object, error) {
 	apiVersion, kind, raw, ok := envelope(data)
@@ -185,10 +186,14 @@ func (d wireDecoder) decodeWire(data []byte) (runtime.Object, error) {
 		obj, err = decodeSlice(raw, d.podNames)
 	case bytes.Equal(apiVersion, sliceAPIVersion) && string(kind) == "EndpointSliceList":
 		obj, err = decodeSliceList(raw, d.podNames)
-	case bytes.Equal(apiVersion, serviceAPIVersion) && string(kind) == "Service":
+	case bytes.Equal(apiVersion, coreAPIVersion) && string(kind) == "Service":
 		obj, err = decodeService(raw)
-	case bytes.Equal(apiVersion, serviceAPIVersion) && string(kind) == "ServiceList":
+	case bytes.Equal(apiVersion, coreAPIVersion) && string(kind) == "ServiceList":
 		obj, err = decodeServiceList(raw)
+	case bytes.Equal(apiVersion, coreAPIVersion) && string(kind) == "Pod":
+		obj, err = decodePod(raw)
+	case bytes.Equal(apiVersion, coreAPIVersion) && string(kind) == "PodList":
+		obj, err = decodePodList(raw)
 	default:
 		return nil, nil
 	}
@@ -198,8 +203,8 @@ func (d wireDecoder) decodeWire(data []byte) (runtime.Object, error) {
 	return obj, nil
 }
 
-// convert is the cached form of a Service, EndpointSlice or list of
-// either decoded as generated types (JSON); anything else as it is.
+// convert is the cached form of a Service, EndpointSlice, Pod or list of
+// one decoded as generated types (JSON); anything else as it is.
 func (d wireDecoder) convert(obj runtime.Object) runtime.Object {
 	switch o := obj.(type) {
 	case *corev1.Service:
@@ -220,6 +225,15 @@ func (d wireDecoder) convert(obj runtime.Object) runtime.Object {
 			out.Items = append(out.Items, d.convert(&o.Items[i]).(*EndpointSlice))
 		}
 		return out
+	case *corev1.Pod:
+		p, _ := toPod(o)
+		return p.(*Pod)
+	case *corev1.PodList:
+		out := &podList{ListMeta: o.ListMeta, Items: make([]*Pod, 0, len(o.Items))}
+		for i := range o.Items {
+			out.Items = append(out.Items, d.convert(&o.Items[i]).(*Pod))
+		}
+		return out
 	}
 	return obj
 }
@@ -236,7 +250,14 @@ func (l *serviceList) GetObjectKind() schema.ObjectKind { return schema.EmptyObj
 // DeepCopyObject implements runtime.Object; the list is never modified.
 func (l *serviceList) DeepCopyObject() runtime.Object { return l }
 
+// GetObjectKind implements runtime.Object: the list is typed by Go type.
+func (l *podList) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object; the list is never modified.
+func (l *podList) DeepCopyObject() runtime.Object { return l }
+
 var (
 	_ metav1.ListInterface = (*sliceList)(nil)
 	_ metav1.ListInterface = (*serviceList)(nil)
+	_ metav1.ListInterface = (*podList)(nil)
 )

@@ -38,7 +38,7 @@ func TestFromTheWire(t *testing.T) {
 	if s, ok := ev.Object.(*EndpointSlice); !ok || s.Name() != "web-a" {
 		t.Fatalf("watch event: %#v", ev)
 	}
-	services, err := h.wire.services.Get().Namespace(e.ns).Resource("services").Do(e.ctx).ContentType(&contentType).Get()
+	services, err := h.wire.core.Get().Namespace(e.ns).Resource("services").Do(e.ctx).ContentType(&contentType).Get()
 	if l, ok := services.(*serviceList); err != nil || contentType != "application/vnd.kubernetes.protobuf" || !ok || len(l.Items) != 1 {
 		t.Fatalf("services: %s, %#v, %v", contentType, services, err)
 	}

@@ -6,11 +6,11 @@ import (
 	"runtime"
 	"testing"
 
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -22,13 +22,10 @@ import (
 //	go test -short -run '^$' -bench StoreHeap -benchtime 1x ./plugin/pkg/watchcache
 func BenchmarkStoreHeap(b *testing.B) {
 	const services, perService, pods = 10000, 10, 20000
-	rc := &rest.Config{Host: "http://127.0.0.1:1"} // never dialled: the stores are filled by hand
-	core, _ := kubernetes.NewForConfig(rc)
-	c := &Cache{core: core}
 	for b.Loop() {
 		var total float64
 		for _, k := range []Resources{Services, EndpointSlices, Pods} {
-			heap := storeHeap(b, k, c.listingOf(k), func(add func(any)) {
+			heap := storeHeap(b, k, func(add func(any)) {
 				for i := range services {
 					switch k {
 					case Services:
@@ -51,13 +48,14 @@ func BenchmarkStoreHeap(b *testing.B) {
 }
 
 // storeHeap fills a store and the kind's indexes as the informer would
-// (transform, store, indexes) and returns the live heap they hold, in MiB.
-func storeHeap(b *testing.B, k Resources, src listing, fill func(add func(any))) float64 {
+// (the cached form, store, indexes) and returns the live heap they hold,
+// in MiB.
+func storeHeap(b *testing.B, k Resources, fill func(add func(any))) float64 {
 	before := liveHeap()
 	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
 	idx := newIndexes(k)
 	fill(func(obj any) {
-		t, err := src.transform(obj)
+		t, err := Convert(obj.(k8sruntime.Object))
 		if err == nil {
 			err = store.Add(t)
 		}

@@ -46,7 +46,7 @@ func (c *Cache) listingOf(k Resources) listing {
 	switch k {
 	case Services:
 		// Decoded into the cached form by the client (codec.go).
-		return listing{cache.NewFilteredListWatchFromClient(c.wire.services, "services", metav1.NamespaceAll, sel),
+		return listing{cache.NewFilteredListWatchFromClient(c.wire.core, "services", metav1.NamespaceAll, sel),
 			&Service{}, nil}
 	case EndpointSlices:
 		return listing{cache.NewFilteredListWatchFromClient(c.wire.slices, "endpointslices", metav1.NamespaceAll, sel),
@@ -55,8 +55,10 @@ func (c *Cache) listingOf(k Resources) listing {
 		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "namespaces", metav1.NamespaceAll, all),
 			&corev1.Namespace{}, toNamespace}
 	case Pods:
-		return listing{cache.NewFilteredListWatchFromClient(c.core.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, all),
-			&corev1.Pod{}, toPod}
+		// Decoded into the cached form by the client (podwire.go), and
+		// streamed (listerWatcher).
+		return listing{cache.NewFilteredListWatchFromClient(c.wire.core, "pods", metav1.NamespaceAll, all),
+			&Pod{}, nil}
 	case ServiceCIDRs:
 		return listing{cache.NewFilteredListWatchFromClient(c.core.NetworkingV1().RESTClient(), "servicecidrs", metav1.NamespaceAll, all),
 			&networkingv1.ServiceCIDR{}, toServiceCIDR}
@@ -111,7 +113,7 @@ func (c *Cache) newInformer(k Resources) *informer {
 	state := newConnState(k)
 	idx := newIndexes(k)
 	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: listerWatcher{ListWatch: state.instrument(src.lw), plain: src.transform == nil},
+		ListerWatcher: listerWatcher{ListWatch: state.instrument(src.lw), plain: src.transform == nil && k != Pods},
 		ObjectType:    src.example,
 		Handler:       c.handler(k, idx),
 		Transform:     src.transform,
@@ -296,15 +298,18 @@ func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 // (WatchListClient, on by default since client-go 0.35), which costs the
 // API server more CPU per object but never holds a whole list.
 //
-// A resource its client decodes straight into the cached form (Services
-// and EndpointSlices: wireDecoder; no transform) is listed plain: its LIST
-// costs this process no more memory than the stream. Measured at bench's S2 (10,000
-// headless services, 100,000 endpoints): start to first complete answer
-// alone 0.47–0.66 s streamed, 0.34–0.43 s listed; started at the same
-// moment as stock against one API server 0.90–1.69 s, 0.59–0.77 s; peak
-// RSS 138 MiB, 133 MiB. Pods are streamed: a list of 20,000 pods would be
-// decoded whole into the generated type first (S3's peak RSS 143 → 258
-// MiB when listed).
+// Services and EndpointSlices, which their client decodes straight into
+// the cached form (wireDecoder; no transform), are listed plain: their
+// LIST costs this process no more memory than the stream. Measured at
+// bench's S2 (10,000 headless services, 100,000 endpoints): start to first
+// complete answer alone 0.47–0.66 s streamed, 0.34–0.43 s listed; started
+// at the same moment as stock against one API server 0.90–1.69 s,
+// 0.59–0.77 s; peak RSS 138 MiB, 133 MiB. Pods are decoded on the wire
+// too, but streamed: a pod's protobuf is kilobytes (its spec and container
+// statuses), so a LIST of the thresholds' 150,000 is a response of
+// hundreds of megabytes held whole while it is read, where the stream
+// holds one event at a time (S3's 20,000 pods, then decoded through the
+// generated type: peak RSS 143 → 258 MiB when listed).
 type listerWatcher struct {
 	*cache.ListWatch
 	plain bool
