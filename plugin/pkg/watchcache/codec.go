@@ -29,27 +29,31 @@ import (
 type wireClients struct {
 	core   rest.Interface // core/v1: Services and Pods
 	slices rest.Interface
+	// known are the informers' stores, which their decoders read.
+	known *knownObjects
 }
 
 func newWireClients(rc *rest.Config, hc *http.Client, podNames bool) (wireClients, error) {
-	core, err := wireClient(rc, hc, corev1.SchemeGroupVersion, "/api", podNames)
+	known := newKnownObjects()
+	core, err := wireClient(rc, hc, corev1.SchemeGroupVersion, "/api", podNames, known)
 	if err != nil {
 		return wireClients{}, fmt.Errorf("create core/v1 client: %w", err)
 	}
-	slices, err := wireClient(rc, hc, discoveryv1.SchemeGroupVersion, "/apis", podNames)
+	slices, err := wireClient(rc, hc, discoveryv1.SchemeGroupVersion, "/apis", podNames, known)
 	if err != nil {
 		return wireClients{}, fmt.Errorf("create EndpointSlice client: %w", err)
 	}
-	return wireClients{core: core, slices: slices}, nil
+	return wireClients{core: core, slices: slices, known: known}, nil
 }
 
 // wireClient is a REST client of gv whose decoders give cached objects; it
 // shares the connection and rate limiter of rc and hc.
-func wireClient(rc *rest.Config, hc *http.Client, gv schema.GroupVersion, apiPath string, podNames bool) (rest.Interface, error) {
+func wireClient(rc *rest.Config, hc *http.Client, gv schema.GroupVersion, apiPath string, podNames bool, known *knownObjects) (rest.Interface, error) {
 	c := protobuf(rc)
 	c.GroupVersion = &gv
 	c.APIPath = apiPath
-	c.NegotiatedSerializer = wireSerializers{NegotiatedSerializer: rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion(), podNames: podNames}
+	c.NegotiatedSerializer = wireSerializers{NegotiatedSerializer: rest.CodecFactoryForGeneratedClient(scheme.Scheme, scheme.Codecs).WithoutConversion(),
+		podNames: podNames, known: known}
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
@@ -61,12 +65,13 @@ func wireClient(rc *rest.Config, hc *http.Client, gv schema.GroupVersion, apiPat
 type wireSerializers struct {
 	runtime.NegotiatedSerializer
 	podNames bool
+	known    *knownObjects
 }
 
 func (s wireSerializers) SupportedMediaTypes() []runtime.SerializerInfo {
 	infos := append([]runtime.SerializerInfo(nil), s.NegotiatedSerializer.SupportedMediaTypes()...)
 	for i := range infos {
-		infos[i].Serializer = wireDecoder{Serializer: infos[i].Serializer, podNames: s.podNames}
+		infos[i].Serializer = wireDecoder{Serializer: infos[i].Serializer, podNames: s.podNames, known: s.known}
 		if st := infos[i].StreamSerializer; st != nil && infos[i].MediaType == runtime.ContentTypeProtobuf {
 			c := *st
 			c.Serializer = watchEventDecoder{Serializer: st.Serializer}
@@ -152,6 +157,9 @@ func rawExtension(b []byte) (raw []byte, ok bool) {
 type wireDecoder struct {
 	runtime.Serializer
 	podNames bool
+	// known (nil for none) gives an object already stored at the same
+	// resourceVersion instead of a new one (known.go).
+	known *knownObjects
 }
 
 var (
@@ -181,19 +189,28 @@ func (d wireDecoder) decodeWire(data []byte) (runtime.Object, error) {
 	}
 	var obj runtime.Object
 	var err error
+	slice := func(b []byte) (*EndpointSlice, error) { return decodeKnown(d.known, "EndpointSlice", b, d.decodeSlice) }
+	service := func(b []byte) (*Service, error) { return decodeKnown(d.known, "Service", b, decodeService) }
+	pod := func(b []byte) (*Pod, error) { return decodeKnown(d.known, "Pod", b, decodePod) }
 	switch {
 	case bytes.Equal(apiVersion, sliceAPIVersion) && string(kind) == "EndpointSlice":
-		obj, err = decodeSlice(raw, d.podNames)
+		obj, err = slice(raw)
 	case bytes.Equal(apiVersion, sliceAPIVersion) && string(kind) == "EndpointSliceList":
-		obj, err = decodeSliceList(raw, d.podNames)
+		l := &sliceList{}
+		l.Items, err = readList(raw, &l.ListMeta, slice)
+		obj = l
 	case bytes.Equal(apiVersion, coreAPIVersion) && string(kind) == "Service":
-		obj, err = decodeService(raw)
+		obj, err = service(raw)
 	case bytes.Equal(apiVersion, coreAPIVersion) && string(kind) == "ServiceList":
-		obj, err = decodeServiceList(raw)
+		l := &serviceList{}
+		l.Items, err = readList(raw, &l.ListMeta, service)
+		obj = l
 	case bytes.Equal(apiVersion, coreAPIVersion) && string(kind) == "Pod":
-		obj, err = decodePod(raw)
+		obj, err = pod(raw)
 	case bytes.Equal(apiVersion, coreAPIVersion) && string(kind) == "PodList":
-		obj, err = decodePodList(raw)
+		l := &podList{}
+		l.Items, err = readList(raw, &l.ListMeta, pod)
+		obj = l
 	default:
 		return nil, nil
 	}
@@ -201,6 +218,17 @@ func (d wireDecoder) decodeWire(data []byte) (runtime.Object, error) {
 		return nil, fmt.Errorf("decode %s: %w", kind, err)
 	}
 	return obj, nil
+}
+
+func (d wireDecoder) decodeSlice(b []byte) (*EndpointSlice, error) { return decodeSlice(b, d.podNames) }
+
+// decodeKnown is the stored object raw encodes, when known has it at the
+// same resourceVersion, else decode's.
+func decodeKnown[T any](known *knownObjects, kind string, raw []byte, decode func([]byte) (*T, error)) (*T, error) {
+	if old, ok := known.stored(kind, raw).(*T); ok {
+		return old, nil
+	}
+	return decode(raw)
 }
 
 // convert is the cached form of a Service, EndpointSlice, Pod or list of

@@ -37,6 +37,9 @@ func (x *index[K, T]) get(k K) []*T {
 
 // update replaces old (when not nil) by obj (when not nil).
 func (x *index[K, T]) update(old, obj *T) {
+	if old == obj {
+		return // a relist's unchanged object, the stored one itself (known.go)
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old != nil && obj != nil && x.replace(old, obj) {

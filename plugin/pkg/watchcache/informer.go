@@ -31,6 +31,8 @@ type informer struct {
 	// absent: the API server does not serve the resource; nothing is
 	// called, so no permission is needed.
 	absent bool
+	// known is where the decoders find the store (nil in some tests).
+	known *knownObjects
 }
 
 // listing is how one resource is listed and converted.
@@ -118,8 +120,15 @@ func (c *Cache) newInformer(k Resources) *informer {
 		Handler:       c.handler(k, idx),
 		Transform:     src.transform,
 	})
-	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state, absent: absent}
+	if kind := wireKinds[k]; kind != "" && c.wire.known != nil {
+		c.wire.known.set(kind, store)
+	}
+	return &informer{kind: k, store: store, idx: idx, controller: controller, state: state, absent: absent, known: c.wire.known}
 }
+
+// wireKinds are the protobuf kinds of the resources decoded on the wire,
+// whose decoders reuse what the store holds (known.go).
+var wireKinds = map[Resources]string{Services: "Service", EndpointSlices: "EndpointSlice", Pods: "Pod"}
 
 // start runs the informer, and checkAccess beside it so that a missing
 // permission is named at start-up rather than found in a retry loop.
@@ -152,6 +161,9 @@ func (inf *informer) synced() bool {
 func (inf *informer) stop() {
 	inf.cancel()
 	<-inf.done
+	if inf.known != nil {
+		inf.known.drop(wireKinds[inf.kind], inf.store)
+	}
 	informerGone(inf.kind)
 }
 
