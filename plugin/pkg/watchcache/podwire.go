@@ -89,10 +89,3 @@ type podList struct {
 	Items []*Pod
 }
 
-// decodePodList reads a core/v1 PodList message.
-func decodePodList(b []byte) (*podList, error) {
-	out := &podList{}
-	var err error
-	out.Items, err = readList(b, &out.ListMeta, decodePod)
-	return out, err
-}

@@ -207,14 +207,6 @@ type serviceList struct {
 	Items []*Service
 }
 
-// decodeServiceList reads a core/v1 ServiceList message.
-func decodeServiceList(b []byte) (*serviceList, error) {
-	out := &serviceList{}
-	var err error
-	out.Items, err = readList(b, &out.ListMeta, decodeService)
-	return out, err
-}
-
 // kindOf is serviceKind of a service's type, clusterIP and selector.
 func kindOf(typ, clusterIP string, hasSelector bool) ServiceKind {
 	switch {

@@ -356,14 +356,6 @@ type sliceList struct {
 	Items []*EndpointSlice
 }
 
-// decodeSliceList reads a discovery/v1 EndpointSliceList message.
-func decodeSliceList(b []byte, podNames bool) (*sliceList, error) {
-	out := &sliceList{}
-	var err error
-	out.Items, err = readList(b, &out.ListMeta, func(b []byte) (*EndpointSlice, error) { return decodeSlice(b, podNames) })
-	return out, err
-}
-
 // readList reads a List message: its metadata into lm, and each item by
 // decode.
 func readList[T any](b []byte, lm *metav1.ListMeta, decode func([]byte) (*T, error)) ([]*T, error) {
