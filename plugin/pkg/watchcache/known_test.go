@@ -108,7 +108,9 @@ func TestRelistReusesUnchanged(t *testing.T) {
 	if _, err := e.kube.DiscoveryV1().EndpointSlices(e.ns).Update(e.ctx, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, settle, "the change cached", func() bool { return h.SlicesForService(e.ns, "web-1")[0].Endpoints[0].Addresses[0].String() == "10.9.0.9" },
+	eventually(t, settle, "the change cached", func() bool {
+		return h.SlicesForService(e.ns, "web-1")[0].Endpoints[0].Addresses[0].String() == "10.9.0.9"
+	},
 		func() string { return fmt.Sprint(h.SlicesForService(e.ns, "web-1")[0].Endpoints) })
 	list, err = h.wire.slices.Get().Namespace(e.ns).Resource("endpointslices").Do(e.ctx).Get()
 	if err != nil {

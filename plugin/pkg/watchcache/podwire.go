@@ -88,4 +88,3 @@ type podList struct {
 	metav1.ListMeta
 	Items []*Pod
 }
-
