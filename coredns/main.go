@@ -24,5 +24,6 @@ func main() {
 	// version rides along with CoreDNS's, in the shape stock's own builds
 	// between tags print ("CoreDNS-1.15.0 (...)").
 	caddy.AppVersion = coremain.CoreVersion + " (schemadns " + version + ")"
+	setMemoryLimit()
 	coremain.Run()
 }

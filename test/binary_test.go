@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -149,5 +150,49 @@ func TestBinaryServesAfterStartupTimeoutWhenAPIUnreachable(t *testing.T) {
 	if log := p.log(); !strings.Contains(log, "starting to serve before the API server answered (startup_timeout 1s)") ||
 		!strings.Contains(log, "127.0.0.1:1") {
 		t.Errorf("log does not report the unreachable API server clearly:\n%s", log)
+	}
+}
+
+// TestBinaryMemoryLimitFromCgroup: in a memory cgroup of 170 MiB (kubeadm's
+// limit for CoreDNS), the binary gives the Go runtime a soft limit of 90%
+// of it and says so; GOMEMLIMIT set by hand is kept. The machine's
+// cgroups are v1 (memory.limit_in_bytes), as the e2e node's are.
+func TestBinaryMemoryLimitFromCgroup(t *testing.T) {
+	bin := coreDNSBinary(t)
+	dir := filepath.Join("/sys/fs/cgroup/memory", fmt.Sprintf("schemadns-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatalf("a memory cgroup of our own (the tests run as root on cgroup v1): %v", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(fmt.Sprint(170<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	corefile := filepath.Join(t.TempDir(), "Corefile")
+	if err := os.WriteFile(corefile, []byte(".:0 {\n    bind 127.0.0.1\n    whoami\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "Go memory limit 153 MiB, from the container's memory limit"},
+		{[]string{"GOMEMLIMIT=100MiB"}, ""},
+		{[]string{"AUTOMEMLIMIT=off"}, ""},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		cmd := exec.CommandContext(ctx, "sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" -conf "$3"`, "sh", dir, bin, corefile)
+		cmd.Env = append(os.Environ(), tc.env...)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "the server started", func() bool { return strings.Contains(out.String(), "CoreDNS-") })
+		cancel()
+		_ = cmd.Wait()
+		got := strings.Contains(out.String(), "Go memory limit")
+		if tc.want != "" && !strings.Contains(out.String(), tc.want) || tc.want == "" && got {
+			t.Errorf("env %v: log\n%s\nwant %q", tc.env, out.String(), tc.want)
+		}
 	}
 }
