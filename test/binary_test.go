@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -182,17 +181,20 @@ func TestBinaryMemoryLimitFromCgroup(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		cmd := exec.CommandContext(ctx, "sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" -conf "$3"`, "sh", dir, bin, corefile)
 		cmd.Env = append(os.Environ(), tc.env...)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
+		// The process's writer locks: exec copies the output from a
+		// goroutine of its own while the test reads it.
+		out := &coreDNSProcess{}
+		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 5*time.Second, "the server started", func() bool { return strings.Contains(out.String(), "CoreDNS-") })
+		eventually(t, 5*time.Second, "the server started", func() bool { return strings.Contains(out.log(), "CoreDNS-") })
 		cancel()
 		_ = cmd.Wait()
-		got := strings.Contains(out.String(), "Go memory limit")
-		if tc.want != "" && !strings.Contains(out.String(), tc.want) || tc.want == "" && got {
-			t.Errorf("env %v: log\n%s\nwant %q", tc.env, out.String(), tc.want)
+		log := out.log()
+		got := strings.Contains(log, "Go memory limit")
+		if tc.want != "" && !strings.Contains(log, tc.want) || tc.want == "" && got {
+			t.Errorf("env %v: log\n%s\nwant %q", tc.env, log, tc.want)
 		}
 	}
 }
