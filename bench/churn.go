@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/schemadns/schemadns/test/dnsload"
 	"github.com/schemadns/schemadns/test/procstat"
@@ -97,14 +99,17 @@ type checkResult struct {
 	Examples   []string // the first wrong answers
 }
 
-// churned is one service whose slice the churn rewrites. Its addresses and
-// sequence are the one writer's that owns it; its states are shared with
-// the checker.
+// churned is one service whose slices the churn rewrites. Its addresses
+// and sequence are the one writer's that owns it; its states are shared
+// with the checker.
 type churned struct {
-	ns, name, slice string
-	hosts           []string // StatefulSet-style hostnames of headless services
-	addrs           []uint32 // as last written
-	seq             int      // updates written
+	ns, name string
+	// slices are the service's IPv4 EndpointSlices as loaded: templates,
+	// copied with the addresses of addrs for each write. An update writes
+	// the one slice that holds the endpoint it changes.
+	slices []*discoveryv1.EndpointSlice
+	addrs  []uint32 // every endpoint's address, slice after slice, as last written
+	seq    int      // updates written
 
 	mu       sync.Mutex
 	states   map[uint64]int // hash of an address set → its sequence; nil when not checked
@@ -112,10 +117,51 @@ type churned struct {
 	finalSeq int            // after the writing: the state every answer must reach
 }
 
-// churn is one churn run.
+// newChurned is a service with the given IPv4 slices as loaded; its
+// answers are checked when checked (a headless service).
+func newChurned(ns, name string, slices []*discoveryv1.EndpointSlice, checked bool) *churned {
+	s := &churned{ns: ns, name: name, slices: slices}
+	for _, sl := range slices {
+		for _, ep := range sl.Endpoints {
+			s.addrs = append(s.addrs, dnsload.AddrNum(netip.MustParseAddr(ep.Addresses[0])))
+		}
+	}
+	if checked {
+		s.states = map[uint64]int{dnsload.SetHash(s.addrs): 0}
+	}
+	return s
+}
+
+// written is slice k of s as it is written now: the template with the
+// current addresses.
+func (s *churned) written(k int) *discoveryv1.EndpointSlice {
+	from := 0
+	for _, sl := range s.slices[:k] {
+		from += len(sl.Endpoints)
+	}
+	sl := s.slices[k].DeepCopy()
+	for j := range sl.Endpoints {
+		sl.Endpoints[j].Addresses = []string{dnsload.NumAddr(s.addrs[from+j])}
+	}
+	return sl
+}
+
+// sliceOf is the slice that holds endpoint j.
+func (s *churned) sliceOf(j int) int {
+	for k, sl := range s.slices {
+		if j < len(sl.Endpoints) {
+			return k
+		}
+		j -= len(sl.Endpoints)
+	}
+	return len(s.slices) - 1
+}
+
+// churn is one churn run, or several in turn on the same services (the
+// threshold shape's runs, which go on from the state the last one left).
 type churn struct {
 	cfg      churnConfig
-	fix      *fixture
+	cs       kubernetes.Interface
 	services []*churned
 	checked  []*churned // the headless ones
 	next     atomic.Uint32
@@ -123,27 +169,37 @@ type churn struct {
 	failed   atomic.Int64
 }
 
-// newChurn lists the shape's services with their slices as loaded; each
-// starts in the state the loader wrote (sequence 0).
-func newChurn(cfg churnConfig, f *fixture) *churn {
-	c := &churn{cfg: cfg, fix: f}
-	e := f.shape.Endpoints
-	for i := range f.shape.services() {
-		s := &churned{ns: f.namespace(i), name: f.serviceName(i), addrs: make([]uint32, e)}
-		s.slice = s.name + "-0"
-		for j := range e {
-			s.addrs[j] = dnsload.AddrNum(endpointBase) + uint32(i*e+j)
-		}
-		if f.isHeadless(i) {
-			for j := range e {
-				s.hosts = append(s.hosts, fmt.Sprintf("%s-%d", s.name, j))
-			}
-			s.states = map[uint64]int{dnsload.SetHash(s.addrs): 0}
+// newChurn churns services through cs.
+func newChurn(cfg churnConfig, cs kubernetes.Interface, services []*churned) *churn {
+	c := &churn{cfg: cfg, cs: cs, services: services}
+	for _, s := range services {
+		if s.states != nil {
 			c.checked = append(c.checked, s)
 		}
-		c.services = append(c.services, s)
 	}
 	return c
+}
+
+// fixtureChurned are the fixture's services with their slices as loaded;
+// each starts in the state the loader wrote (sequence 0).
+func fixtureChurned(f *fixture) []*churned {
+	var out []*churned
+	e := f.shape.Endpoints
+	for i := range f.shape.services() {
+		ns, name := f.namespace(i), f.serviceName(i)
+		addrs := make([]string, e)
+		var hosts []string
+		for j := range e {
+			addrs[j] = endpointAddr(i*e + j)
+			if f.isHeadless(i) {
+				hosts = append(hosts, fmt.Sprintf("%s-%d", name, j))
+			}
+		}
+		sl := endpointSlice(ns, name+"-0", addrs, hosts)
+		sl.Labels = map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: managedBy}
+		out = append(out, newChurned(ns, name, []*discoveryv1.EndpointSlice{sl}, f.isHeadless(i)))
+	}
+	return out
 }
 
 // run writes for the configured time while checking each server, then
@@ -154,7 +210,7 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 		Check: map[string]checkResult{}, PeakRSS: map[string]int64{}, After: map[string]memory{},
 		PeakBy: "VmHWM, reset through /proc/PID/clear_refs when the churn starts"}
 	hwm := true
-	watches := make([]*rssWatch, len(servers))
+	watches := make([]*peakWatch, len(servers))
 	cpu0 := make([]float64, len(servers))
 	for i, s := range servers {
 		cpu0[i], _ = procstat.CPUSeconds(s.pid())
@@ -176,6 +232,7 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 		checks[i] = &checker{c: c, s: s}
 		checkWG.Go(func() { checks[i].run(checkCtx, c.cfg.checkRate) })
 	}
+	updates0, failed0 := c.updates.Load(), c.failed.Load()
 	start := time.Now()
 	c.write(ctx, start.Add(c.cfg.duration), c.update)
 	res.Seconds = time.Since(start).Seconds()
@@ -184,7 +241,7 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res.Updates, res.Failed = int(c.updates.Load()), int(c.failed.Load())
+	res.Updates, res.Failed = int(c.updates.Load()-updates0), int(c.failed.Load()-failed0)
 	res.Rate = float64(res.Updates) / res.Seconds
 	for _, s := range c.checked {
 		s.mu.Lock()
@@ -267,17 +324,13 @@ func (c *churn) window(ctx context.Context, servers []*server, update func(conte
 	return w, ctx.Err()
 }
 
-// touch changes only an annotation of s's slice: an update DNS does not
-// read, which a server should take in at almost no cost.
+// touch changes only an annotation of one of s's slices: an update DNS
+// does not read, which a server should take in at almost no cost.
 func (c *churn) touch(ctx context.Context, s *churned) {
-	addrs := make([]string, len(s.addrs))
-	for j, a := range s.addrs {
-		addrs[j] = dnsload.NumAddr(a)
-	}
-	sl := endpointSlice(s.ns, s.slice, addrs, s.hosts)
-	sl.Labels = map[string]string{discoveryv1.LabelServiceName: s.name, discoveryv1.LabelManagedBy: managedBy}
-	sl.Annotations = map[string]string{"bench.schemadns.test/touched": fmt.Sprint(c.next.Add(1))}
-	if _, err := c.fix.cs.DiscoveryV1().EndpointSlices(s.ns).Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
+	n := c.next.Add(1)
+	sl := s.written(int(n) % len(s.slices))
+	sl.Annotations = map[string]string{"bench.schemadns.test/touched": fmt.Sprint(n)}
+	if _, err := c.cs.DiscoveryV1().EndpointSlices(s.ns).Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
 		c.failed.Add(1)
 		return
 	}
@@ -321,10 +374,11 @@ func (c *churn) write(ctx context.Context, end time.Time, update func(context.Co
 
 // update replaces one endpoint address of s by a new one, registers the
 // new set before the API request (so no server can answer it before the
-// checker knows it), and writes the slice whole (an unconditional update:
-// only this writer writes it).
+// checker knows it), and writes the slice that holds it whole (an
+// unconditional update: only this writer writes it).
 func (c *churn) update(ctx context.Context, s *churned) {
-	s.addrs[s.seq%len(s.addrs)] = dnsload.AddrNum(churnBase) + c.next.Add(1)
+	j := s.seq % len(s.addrs)
+	s.addrs[j] = dnsload.AddrNum(churnBase) + c.next.Add(1)
 	s.seq++
 	seq := s.seq
 	if s.states != nil {
@@ -332,13 +386,8 @@ func (c *churn) update(ctx context.Context, s *churned) {
 		s.states[dnsload.SetHash(s.addrs)] = seq
 		s.mu.Unlock()
 	}
-	addrs := make([]string, len(s.addrs))
-	for j, a := range s.addrs {
-		addrs[j] = dnsload.NumAddr(a)
-	}
-	sl := endpointSlice(s.ns, s.slice, addrs, s.hosts)
-	sl.Labels = map[string]string{discoveryv1.LabelServiceName: s.name, discoveryv1.LabelManagedBy: managedBy}
-	_, err := c.fix.cs.DiscoveryV1().EndpointSlices(s.ns).Update(ctx, sl, metav1.UpdateOptions{})
+	sl := s.written(s.sliceOf(j))
+	_, err := c.cs.DiscoveryV1().EndpointSlices(s.ns).Update(ctx, sl, metav1.UpdateOptions{})
 	if err != nil {
 		c.failed.Add(1)
 		return
@@ -452,23 +501,29 @@ func (c *churn) settle(ctx context.Context, s *server) int {
 	return len(pending)
 }
 
-// rssWatch samples a process's VmRSS until stopped and keeps the largest:
-// the peak when VmHWM cannot be reset.
-type rssWatch struct {
-	max  atomic.Int64
-	stop chan struct{}
-	done chan struct{}
+// peakWatch samples a figure every period until ended and keeps the
+// largest: a process's VmRSS when VmHWM cannot be reset, its Go heap in
+// use during a relist.
+type peakWatch struct {
+	peak, n atomic.Int64 // the largest sample, the samples taken
+	stop    chan struct{}
+	done    chan struct{}
 }
 
-func watchRSS(pid int) *rssWatch {
-	w := &rssWatch{stop: make(chan struct{}), done: make(chan struct{})}
+// watchPeak samples read every period; a read that fails (false) is not
+// counted.
+func watchPeak(period time.Duration, read func() (int64, bool)) *peakWatch {
+	w := &peakWatch{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		t := time.NewTicker(50 * time.Millisecond)
+		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
-			if cur, _, err := procstat.RSS(pid); err == nil && cur > w.max.Load() {
-				w.max.Store(cur)
+			if v, ok := read(); ok {
+				w.n.Add(1)
+				if v > w.peak.Load() {
+					w.peak.Store(v)
+				}
 			}
 			select {
 			case <-w.stop:
@@ -480,13 +535,24 @@ func watchRSS(pid int) *rssWatch {
 	return w
 }
 
+// watchRSS samples the VmRSS of the process pid every 50 ms.
+func watchRSS(pid int) *peakWatch {
+	return watchPeak(50*time.Millisecond, func() (int64, bool) {
+		cur, _, err := procstat.RSS(pid)
+		return cur, err == nil
+	})
+}
+
 // end stops the sampling (once; later calls do nothing) and returns the
-// largest RSS seen.
-func (w *rssWatch) end() int64 {
+// largest sample.
+func (w *peakWatch) end() int64 {
 	if w.stop != nil {
 		close(w.stop)
 		<-w.done
 		w.stop = nil
 	}
-	return w.max.Load()
+	return w.peak.Load()
 }
+
+// samples are how many samples were taken.
+func (w *peakWatch) samples() int { return int(w.n.Load()) }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/schemadns/schemadns/test/kubeapi"
 )
@@ -69,14 +68,22 @@ func newFixture(cfg *config, sh shape, c *kubeapi.Cluster) (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := rest.CopyConfig(rc)
-	pc.ContentType = "application/vnd.kubernetes.protobuf"
-	cs, err := kubernetes.NewForConfig(pc)
+	cs, err := writerClient(c)
 	if err != nil {
 		return nil, err
 	}
 	return &fixture{cfg: cfg, shape: sh, cs: cs, dyn: dyn, clusterIPs: map[int]svcRef{},
 		headless: map[int]svcRef{}, imports: map[int]svcRef{}}, nil
+}
+
+// writerClient is a client of c's admin that writes in protobuf with no
+// client-side throttling: the loader and the churn set their own
+// parallelism.
+func writerClient(c *kubeapi.Cluster) (kubernetes.Interface, error) {
+	rc := c.RESTConfig()
+	rc.QPS = -1
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	return kubernetes.NewForConfig(rc)
 }
 
 // namespace is where service i lives.

@@ -48,8 +48,11 @@ type config struct {
 	multicluster          bool
 	profile               string
 	rewrite               bool
+	keepOthers            bool
 	churn                 churnConfig
 	mesosOpts             mesosConfig
+	// s5Writers are the threshold shape's loader's requests in flight.
+	s5Writers int
 }
 
 // presets are the scales: flag values applied unless given on the command
@@ -69,8 +72,10 @@ func parseFlags(args []string) (*config, error) {
 	var shapes string
 	cfg.Register(fs, "benchmarks.md, .svg and .json", "Corefiles, logs, query files",
 		"default (the shapes at full size) or small (a tenth of each, shorter runs)")
-	fs.StringVar(&shapes, "shapes", "S1,S2,S3,S4,M1,M2", "the shapes to measure, comma-separated: S1 ClusterIP-heavy, "+
-		"S2 headless-heavy in one namespace, S3 the default fixture with pods (CPU, TCP and latency tests too), S4 fat services; "+
+	fs.StringVar(&shapes, "shapes", "S1,S2,S3,S4,S5,M1,M2", "the shapes to measure, comma-separated: S1 ClusterIP-heavy, "+
+		"S2 headless-heavy in one namespace, S3 the default fixture with pods (CPU, TCP and latency tests too), S4 fat services, "+
+		"S5 the Kubernetes scalability thresholds (10k services, 150k pods; measured without the pod watch and with pods verified, "+
+		"a forced relist of each server too); "+
 		"M1 a Mesos cluster (mesosschema polling a stand-in master, against the stock file plugin), M2 the same at its most costly for DNS")
 	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds of the CPU tests; figures are medians over rounds")
 	fs.IntVar(&cfg.starts, "starts", 3, "starts of kubeschema and of stock per shape, in turn, timed to their first complete answer (the figure is the median)")
@@ -88,10 +93,13 @@ func parseFlags(args []string) (*config, error) {
 	fs.DurationVar(&cfg.churn.duration, "churn-duration", time.Minute, "length of the churn, per shape")
 	fs.IntVar(&cfg.churn.writers, "churn-writers", 64, "concurrent writers of the churn (client-go, no client-side rate limit)")
 	fs.IntVar(&cfg.churn.checkRate, "check-rate", 2000, "queries/s the checker sends to each server during the churn")
+	fs.IntVar(&cfg.s5Writers, "s5-writers", 256, "S5: requests in flight of its loader (clustershape.Load); the admin user is exempt from "+
+		"the API server's priority and fairness limits, and more writers than its CPUs can serve only queue there")
 	fs.IntVar(&cfg.mesosOpts.changes, "mesos-changes", 20, "Mesos shapes: state changes timed from the poll that carries them to the first answer that shows them, for each kind of change")
 	fs.IntVar(&cfg.mesosOpts.polls, "mesos-polls", 20, "Mesos shapes: polls of each kind whose server CPU is measured")
 	fs.Float64Var(&cfg.mesosOpts.replace, "mesos-replace", 0.1, "Mesos shapes: the share of running tasks the large change replaces")
 	fs.IntVar(&cfg.mesosOpts.qps, "mesos-qps", 0, "Mesos shapes: offered load of the query mix, queries/s (0: half the slower target's saturated rate)")
+	fs.BoolVar(&cfg.keepOthers, "keep-others", false, "keep the shapes this run does not measure from OUT/benchmarks.json, the page saying which run measured which (SHAPES=S5 beside an earlier full run)")
 	fs.BoolVar(&cfg.rewrite, "rewrite", false, "measure nothing: write benchmarks.md and benchmarks.svg again from OUT/benchmarks.json")
 	fs.StringVar(&cfg.profile, "profile", "", "write profiles to this directory: each Kubernetes target's heap after sync, "+
 		"and each target's CPU (the floor's too) during one more fixed-load run of each test after the rounds; "+
@@ -115,8 +123,8 @@ func (cfg *config) finish(shapes string) error {
 	switch {
 	case cfg.rounds < 1 || cfg.starts < 1:
 		return errors.New("-rounds and -starts must be at least 1")
-	case cfg.churn.writers < 1:
-		return errors.New("-churn-writers must be at least 1")
+	case cfg.churn.writers < 1 || cfg.s5Writers < 1:
+		return errors.New("-churn-writers and -s5-writers must be at least 1")
 	case cfg.churn.rate < 1 || cfg.churn.checkRate < 1 || cfg.churn.duration <= 0:
 		return errors.New("-churn-rate, -check-rate and -churn-duration must be positive")
 	case cfg.mesosOpts.changes < 1 || cfg.mesosOpts.polls < 1:

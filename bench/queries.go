@@ -36,9 +36,17 @@ var externalNames = []string{"google.com", "api.github.com", "s3.amazonaws.com",
 // mixLines is the length of a mix file; dnsperf loops over it.
 const mixLines = 10000
 
-// clusterMix is the query mix of a real cluster, for cluster.local.
+// clusterMix is the query mix of a real cluster, for cluster.local, on
+// the fixture's services.
 func (f *fixture) clusterMix() []share {
-	cips, hls := sortedRefs(f.clusterIPs), sortedRefs(f.headless)
+	cips := sortedRefs(f.clusterIPs)
+	return clusterMix(cips, cips, sortedRefs(f.headless))
+}
+
+// clusterMix is the query mix of a real cluster on the services given:
+// ClusterIP ones (with their IPv4 address), those of them with no IPv6
+// address (asked AAAA), and headless ones with endpoints.
+func clusterMix(cips, v4only, hls []svcRef) []share {
 	pick := func(r *rand.Rand, refs []svcRef) svcRef { return refs[r.IntN(len(refs))] }
 	svcName := func(s svcRef) string { return s.name + "." + s.ns + ".svc.cluster.local." }
 	return []share{
@@ -46,7 +54,7 @@ func (f *fixture) clusterMix() []share {
 			return query{name: svcName(pick(r, cips)), qtype: dns.TypeA, expect: "answer"}
 		}},
 		{"AAAA NODATA", 15, func(r *rand.Rand) query {
-			return query{name: svcName(pick(r, cips)), qtype: dns.TypeAAAA, expect: "nodata"}
+			return query{name: svcName(pick(r, v4only)), qtype: dns.TypeAAAA, expect: "nodata"}
 		}},
 		{"headless A", 15, func(r *rand.Rand) query {
 			return query{name: svcName(pick(r, hls)), qtype: dns.TypeA, expect: "answer"}

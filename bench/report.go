@@ -85,6 +85,7 @@ func markdown(res *results) string {
 				writePerf(&b, res, sr)
 			}
 		}
+		writeThresholds(&b, res)
 	}
 	writeMesos(&b, res)
 	if len(res.Shapes) > 0 {
@@ -116,7 +117,7 @@ func writeGoals(b *toolreport.Doc, res *results) {
 	var short []string
 	for _, sr := range res.Shapes {
 		if c := sr.Churn; c != nil && c.Rate < float64(c.Offered) {
-			short = append(short, fmt.Sprintf("%s %.0f", sr.Shape.Name, c.Rate))
+			short = append(short, fmt.Sprintf("%s %.0f", sr.label(), c.Rate))
 		}
 	}
 	if len(short) > 0 {
@@ -128,14 +129,32 @@ func writeGoals(b *toolreport.Doc, res *results) {
 func writeShapes(b *toolreport.Doc, res *results) {
 	b.Heading(2, "Shapes")
 	t := toolreport.NewTable("shape", "stands for", "objects", "load, s").TextColumns(3)
-	for _, sr := range res.Shapes {
+	threshold := false
+	for i, sr := range res.Shapes {
 		sh := sr.Shape
-		t.Row(sh.Name, sh.Title, sh.describe(), fmt.Sprintf("%.0f", sr.LoadSeconds))
+		if sr.Run != nil && i > 0 && res.Shapes[i-1].Run != nil && res.Shapes[i-1].Shape.Name == sh.Name {
+			t.Row(sr.label(), sh.Title+", pods "+sr.Run.Pods, "the same objects in the same API server", toolreport.Dash)
+			continue
+		}
+		title, load := sh.Title, fmt.Sprintf("%.0f", sr.LoadSeconds)
+		if sr.Run != nil {
+			threshold, title = true, sh.Title+", pods "+sr.Run.Pods
+			load += fmt.Sprintf(" (%d writers)", sr.Run.Writers)
+		}
+		t.Row(sr.label(), title, sh.describe(), load)
 	}
 	b.Table(t)
-	b.Para("Each shape has its own etcd and kube-apiserver, loaded before any DNS server starts. Every service " +
-		"has two named TCP ports and its endpoints in one EndpointSlice; headless endpoints carry " +
+	b.Para("Each shape has its own etcd and kube-apiserver, loaded before any DNS server starts. On S1–S4 every " +
+		"service has two named TCP ports and its endpoints in one EndpointSlice; headless endpoints carry " +
 		"StatefulSet-style hostnames.")
+	if threshold {
+		b.Para("S5 is test/clustershape's threshold shape, loaded once by its loader (`clustershape.Load`) and " +
+			"measured twice on the same API server, both plugins with `pods disabled` (no pod watch), then both with " +
+			"`pods verified`: services of one or two named TCP ports, their EndpointSlices as the EndpointSlice " +
+			"controller cuts them (at most 100 endpoints each, one set per family for dual-stack services), " +
+			"headless endpoints with StatefulSet-style hostnames, pods with their addresses written to the status " +
+			"and no node (nothing schedules them). See [S5](#s5-kubernetes-scalability-thresholds).")
+	}
 }
 
 // startsText is "0.41 (0.39–0.52)": the median and range of start times.
@@ -166,7 +185,7 @@ func writeMemoryByShape(b *toolreport.Doc, res *results) {
 	for _, sr := range res.Shapes {
 		a, s := sr.Memory[keyOurs], sr.Memory[keyStock]
 		fa, fs := startsText(sr.FirstAnswer[keyOurs]), startsText(sr.FirstAnswer[keyStock])
-		t.Row(sr.Shape.Name,
+		t.Row(sr.label(),
 			toolreport.Bold(toolreport.MiB(a.HeapInuse)), toolreport.MiB(s.HeapInuse),
 			toolreport.Ratio(float64(a.HeapInuse), float64(s.HeapInuse)),
 			toolreport.Bold(toolreport.MiB(a.RSS)), toolreport.MiB(s.RSS), toolreport.Ratio(float64(a.RSS), float64(s.RSS)),
@@ -198,7 +217,7 @@ func writeChurn(b *toolreport.Doc, res *results) {
 			continue
 		}
 		a, s := c.Check[keyOurs], c.Check[keyStock]
-		t.Row(sr.Shape.Name,
+		t.Row(sr.label(),
 			fmt.Sprintf("%d → **%.0f**", c.Offered, c.Rate), fmt.Sprintf("%d (%d failed)", c.Updates, c.Failed),
 			toolreport.Bold(toolreport.MiB(c.PeakRSS[keyOurs])), toolreport.MiB(c.PeakRSS[keyStock]),
 			toolreport.Ratio(float64(c.PeakRSS[keyOurs]), float64(c.PeakRSS[keyStock])),
@@ -208,7 +227,7 @@ func writeChurn(b *toolreport.Doc, res *results) {
 			fmt.Sprintf("%s / %s", perUpdate(c, keyOurs), perUpdate(c, keyStock)))
 		for _, k := range []string{keyOurs, keyStock} {
 			for _, ex := range c.Check[k].Examples {
-				examples = append(examples, fmt.Sprintf("%s, %s: %s", sr.Shape.Name, k, ex))
+				examples = append(examples, fmt.Sprintf("%s, %s: %s", sr.label(), k, ex))
 			}
 		}
 	}
@@ -250,7 +269,7 @@ func writeWindows(b *toolreport.Doc, res *results) {
 			continue
 		}
 		n, q := c.Net, c.Quiet
-		t.Row(sr.Shape.Name,
+		t.Row(sr.label(),
 			fmt.Sprintf("%d in %.1fs (%d failed)", n.Updates, n.Seconds, n.Failed),
 			toolreport.Bold(windowPerUpdate(n, keyOurs)), windowPerUpdate(n, keyStock),
 			toolreport.Ratio(n.CPU[keyOurs], n.CPU[keyStock]),

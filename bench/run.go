@@ -73,6 +73,25 @@ type shapeResult struct {
 	Together map[string][]float64
 	Churn    *churnResult
 	Perf     *perfFigures // the CPU, TCP and latency tests (the default fixture only)
+	// Run is what a run of the threshold shape (S5) measures besides.
+	Run *thresholdRun `json:",omitempty"`
+}
+
+// label is the shape's name in the tables, with the run's on the
+// threshold shape: "S2", "S5, pods verified".
+func (sr *shapeResult) label() string {
+	if sr.Run != nil {
+		return sr.Run.label(sr.Shape.Name)
+	}
+	return sr.Shape.Name
+}
+
+// short is label for the chart's groups: "S2", "S5 pods".
+func (sr *shapeResult) short() string {
+	if sr.Run != nil {
+		return sr.Run.short(sr.Shape.Name)
+	}
+	return sr.Shape.Name
 }
 
 // perfFigures are the figures of the tests run on the default fixture.
@@ -93,6 +112,9 @@ type env struct {
 	work      string
 	res       *results
 	inprocess func() (string, error) // the benchmark binary, once built
+	// s5Load is the fixed load of the threshold shape's cluster mix when
+	// its first run calibrated it (S3 not measured, no -qps).
+	s5Load int
 }
 
 func run(ctx context.Context, cfg *config, args []string) error {
@@ -127,6 +149,15 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		if ctx.Err() != nil {
 			break
 		}
+		if sh.Cluster != nil {
+			srs, err := e.measureThresholds(ctx, sh)
+			e.res.Shapes = append(e.res.Shapes, srs...)
+			if err != nil {
+				e.res.Errors = append(e.res.Errors, fmt.Sprintf("%s: %v", sh.Name, err))
+				logf("%s: %v", sh.Name, err)
+			}
+			continue
+		}
 		sr, err := e.measureShape(ctx, sh)
 		if len(sr.Memory) > 0 {
 			e.res.Shapes = append(e.res.Shapes, sr)
@@ -152,6 +183,11 @@ func run(ctx context.Context, cfg *config, args []string) error {
 	e.res.Finished, e.res.Machine.LoadEnd = time.Now(), toolreport.LoadAverage()
 	if len(e.res.Shapes) == 0 && len(e.res.Mesos) == 0 {
 		return fmt.Errorf("nothing measured: %s", strings.Join(e.res.Errors, "; "))
+	}
+	if cfg.keepOthers {
+		if err := keepOthers(cfg, e.res); err != nil {
+			return err
+		}
 	}
 	if err := writeReport(cfg, e.res); err != nil {
 		return err
@@ -194,15 +230,29 @@ func newResults(cfg *config, args []string) *results {
 	}
 }
 
-// shapeRun is the state of one shape's measurement.
+// shapeRun is the state of one shape's measurement (or of one run of the
+// threshold shape, thresholds.go).
 type shapeRun struct {
 	*env
 	sr      *shapeResult
 	cluster *kubeapi.Cluster
-	fix     *fixture
+	fix     *fixture           // the fixture's objects (S1–S4)
 	changes *changer           // the programming-latency services (Perf shapes)
 	servers map[string]*server // running, by target
 	files   queryFiles
+	// ours and stock are the pair measured: with pods verified on S1–S4,
+	// with the run's pods option on the threshold shape.
+	ours, stock target
+	// tag names the run's files in the work directory: the shape's name,
+	// and the run's on the threshold shape.
+	tag string
+	// thr is the threshold shape's objects, when the run is one of its
+	// (its probes, mix and churned services come from there).
+	thr *thresholdData
+	// churner rewrites the slices; made on the first churn, and shared by
+	// the threshold shape's runs (each goes on from the state the last
+	// one left in the API).
+	churner *churn
 }
 
 // measureShape starts an API server of its own for the shape, loads it,
@@ -222,7 +272,7 @@ func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) 
 		return sr, err
 	}
 	defer c.Stop()
-	r := &shapeRun{env: e, sr: sr, cluster: c, servers: map[string]*server{}}
+	r := &shapeRun{env: e, sr: sr, cluster: c, servers: map[string]*server{}, ours: targetOurs, stock: targetStock, tag: sh.Name}
 	defer r.stop()
 	if r.fix, err = newFixture(e.cfg, sh, c); err != nil {
 		return sr, err
@@ -289,7 +339,7 @@ func (e *env) targets(sh shape) []target {
 // first complete answer besides those of the processes measured next.
 func (r *shapeRun) timedStarts(ctx context.Context) error {
 	for range r.cfg.starts - 1 {
-		for _, t := range []target{targetOurs, targetStock} {
+		for _, t := range []target{r.ours, r.stock} {
 			s, err := r.launch(ctx, t)
 			if err != nil {
 				return err
@@ -311,7 +361,7 @@ func (r *shapeRun) startsTogether(ctx context.Context) error {
 	unpinned := *r.cfg
 	unpinned.pin = false
 	for range r.cfg.starts {
-		pair := []target{targetOurs, targetStock}
+		pair := []target{r.ours, r.stock}
 		started := make([]*server, len(pair))
 		errs := make([]error, len(pair))
 		var wg sync.WaitGroup
@@ -346,12 +396,15 @@ func (r *shapeRun) launch(ctx context.Context, t target) (*server, error) {
 
 // launchWith is launch with cfg's pinning; the caller keeps the server.
 func (r *shapeRun) launchWith(ctx context.Context, cfg *config, t target) (*server, error) {
-	s, err := startServer(cfg, r.work, r.cluster.Kubeconfig, r.sr.Shape.Name, t)
+	s, err := startServer(cfg, r.work, r.cluster.Kubeconfig, r.tag, t)
 	if err != nil {
 		return nil, err
 	}
 	probes := []sentinel{{name: "whoami.bench.", qtype: dns.TypeA}} // whoami answers in Additional: any NOERROR will do
-	if t.kube {
+	switch {
+	case t.kube && r.thr != nil:
+		probes = r.thr.probes(r.sr.Run.Pods)
+	case t.kube:
 		probes = r.clusterSentinels()
 	}
 	if t.mc {
@@ -402,7 +455,10 @@ func stopServers(servers map[string]*server, keys ...string) {
 func (r *shapeRun) churn(ctx context.Context) error {
 	cc := r.cfg.churn
 	ours, stock := r.servers[keyOurs], r.servers[keyStock]
-	ch := newChurn(cc, r.fix)
+	if r.churner == nil {
+		r.churner = newChurn(cc, r.fix.cs, fixtureChurned(r.fix))
+	}
+	ch := r.churner
 	logf("churn: %d updates/s offered for %s by %d writers over %d services; checking %d headless names at %d q/s per server",
 		cc.rate, cc.duration, cc.writers, len(ch.services), len(ch.checked), cc.checkRate)
 	if r.cfg.pin { // each server may take a CPU of its own: neither waits for the other's work
@@ -464,7 +520,7 @@ func (r *shapeRun) perf(ctx context.Context) error {
 
 // writeFiles writes the query files of the default fixture.
 func (r *shapeRun) writeFiles() error {
-	p := func(name string) string { return filepath.Join(r.work, r.sr.Shape.Name+"-"+name) }
+	p := func(name string) string { return filepath.Join(r.work, r.tag+"-"+name) }
 	r.files = queryFiles{mix: p("mix.txt"), mc: p("multicluster.txt"), cases: p("cases.txt")}
 	mix := r.fix.clusterMix()
 	r.res.Mix = mixDescription(mix)

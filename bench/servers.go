@@ -44,30 +44,41 @@ const (
 // The targets: ours and stock with the same options, the framework's floor,
 // and the same pair serving clusterset.local too.
 var (
-	targetOurs = target{Key: keyOurs, Label: "kubeschema (ours)", kube: true,
-		stanza: func(kc string) string { return kubeStanza("kubeschema", "cluster.local in-addr.arpa ip6.arpa", kc, "") }}
-	targetStock = target{Key: keyStock, Label: "CoreDNS's own kubernetes plugin, compiled into the same binary", kube: true,
-		stanza: func(kc string) string { return kubeStanza("kubernetes", "cluster.local in-addr.arpa ip6.arpa", kc, "") }}
-	targetFloor = target{Key: keyFloor, Label: "the framework's floor: a server block with only whoami",
+	targetOurs, targetStock = kubeTargets("verified")
+	targetFloor             = target{Key: keyFloor, Label: "the framework's floor: a server block with only whoami",
 		stanza: func(string) string { return "whoami" }}
 	targetOursMC = target{Key: keyOursMC, Label: "kubeschema and multicluster in one server block (ours)", kube: true, mc: true,
 		stanza: func(kc string) string {
-			return kubeStanza("kubeschema", "cluster.local in-addr.arpa ip6.arpa", kc, "fallthrough in-addr.arpa ip6.arpa") + "\n    " +
-				kubeStanza("multicluster", "clusterset.local in-addr.arpa ip6.arpa", kc, "")
+			return kubeStanza("kubeschema", kubeZones, kc, "verified", "fallthrough in-addr.arpa ip6.arpa") + "\n    " +
+				kubeStanza("multicluster", "clusterset.local in-addr.arpa ip6.arpa", kc, "", "")
 		}}
 	targetStockMC = target{Key: keyStockMC, Label: "CoreDNS's own kubernetes plugin with `multicluster clusterset.local`", kube: true, mc: true,
 		stanza: func(kc string) string {
-			return kubeStanza("kubernetes", "cluster.local clusterset.local in-addr.arpa ip6.arpa", kc, "multicluster clusterset.local")
+			return kubeStanza("kubernetes", "cluster.local clusterset.local in-addr.arpa ip6.arpa", kc, "verified", "multicluster clusterset.local")
 		}}
 )
 
+// kubeZones are the zones ours and stock serve.
+const kubeZones = "cluster.local in-addr.arpa ip6.arpa"
+
+// kubeTargets are ours and stock with the given pods option: verified on
+// every shape, and also disabled (no pod watch) on the threshold shape.
+func kubeTargets(pods string) (ours, stock target) {
+	ours = target{Key: keyOurs, Label: "kubeschema (ours)", kube: true,
+		stanza: func(kc string) string { return kubeStanza("kubeschema", kubeZones, kc, pods, "") }}
+	stock = target{Key: keyStock, Label: "CoreDNS's own kubernetes plugin, compiled into the same binary", kube: true,
+		stanza: func(kc string) string { return kubeStanza("kubernetes", kubeZones, kc, pods, "") }}
+	return ours, stock
+}
+
 // kubeStanza is a plugin stanza with the options both Kubernetes plugins
-// get: a kubeconfig and pods verified (multicluster takes no pods option).
-func kubeStanza(plugin, zones, kubeconfig, extra string) string {
+// get: a kubeconfig and the pods option (none for multicluster, which
+// takes no pods option).
+func kubeStanza(plugin, zones, kubeconfig, pods, extra string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s {\n        kubeconfig %s\n", plugin, zones, kubeconfig)
-	if plugin != "multicluster" {
-		b.WriteString("        pods verified\n")
+	if pods != "" {
+		fmt.Fprintf(&b, "        pods %s\n", pods)
 	}
 	if extra != "" {
 		fmt.Fprintf(&b, "        %s\n", extra)
@@ -264,21 +275,43 @@ func memStat(profile, name string) (int64, error) {
 // that is not ours (the binary is the same, the cache is not used) or when
 // it cannot be read.
 func (s *server) skippedSlices() int {
-	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
+	skipped, err := s.metricByLabel("coredns_watchcache_updates_skipped_total", "resource")
 	if err != nil {
 		return -1
 	}
-	for line := range strings.SplitSeq(text, "\n") {
-		if v, ok := strings.CutPrefix(line, `coredns_watchcache_updates_skipped_total{resource="endpointslices"} `); ok {
-			if n, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
-				return int(n)
-			}
-		}
+	if n, ok := skipped["endpointslices"]; ok {
+		return int(n)
 	}
 	if s.Key == keyOurs {
 		return 0 // nothing skipped yet: the vector has no child
 	}
 	return -1
+}
+
+// metricByLabel is the samples of a metric family by the value of one of
+// their labels; a family without labels is under "".
+func (s *server) metricByLabel(name, label string) (map[string]float64, error) {
+	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
+	if err != nil {
+		return nil, fmt.Errorf("metrics of %s: %w", s, err)
+	}
+	out := map[string]float64{}
+	for line := range strings.SplitSeq(text, "\n") {
+		series, value, ok := strings.Cut(line, " ")
+		if !ok || (series != name && !strings.HasPrefix(series, name+"{")) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics of %s: %q: %w", s, line, err)
+		}
+		key := ""
+		if _, rest, ok := strings.Cut(series, label+`="`); ok {
+			key, _, _ = strings.Cut(rest, `"`)
+		}
+		out[key] = v
+	}
+	return out, nil
 }
 
 func httpGet(url string) (string, error) {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/schemadns/schemadns/test/clustershape"
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
@@ -32,6 +33,10 @@ type shape struct {
 	// Perf: the CPU, TCP, programming-latency and in-process tests run on
 	// this shape (the default fixture), besides memory, start-up and churn.
 	Perf bool
+	// Cluster, when set, is the shape instead of the fields above: the
+	// threshold shape (S5) of test/clustershape, loaded by its loader and
+	// measured twice, without and with the pod watch (thresholds.go).
+	Cluster *clustershape.Shape `json:",omitempty"`
 }
 
 // services is the number of regular services (the big headless ones aside).
@@ -56,6 +61,9 @@ func (s shape) namespaces() int {
 
 // describe is one line for the report.
 func (s shape) describe() string {
+	if s.Cluster != nil {
+		return describeCluster(*s.Cluster)
+	}
 	var parts []string
 	if s.ClusterIP > 0 {
 		parts = append(parts, fmt.Sprintf("%s ClusterIP", toolreport.Thousands(s.ClusterIP)))
@@ -93,6 +101,7 @@ var shapesAt = map[string][]shape{
 		{Name: "S3", Title: "default fixture, pods verified", ClusterIP: 9000, Headless: 1000, Endpoints: 10, PerNamespace: 100,
 			Pods: 20000, Imports: 1000, BigHeadless: []int{10, 100, 1000}, Perf: true},
 		{Name: "S4", Title: "fat services", Headless: 1000, Endpoints: 100, PerNamespace: 100},
+		{Name: "S5", Title: "Kubernetes scalability thresholds", Cluster: new(clustershape.S5())},
 	},
 	"small": {
 		{Name: "S1", Title: "ClusterIP-heavy", ClusterIP: 900, Headless: 100, Endpoints: 10, PerNamespace: 100},
@@ -100,6 +109,7 @@ var shapesAt = map[string][]shape{
 		{Name: "S3", Title: "default fixture, pods verified", ClusterIP: 900, Headless: 100, Endpoints: 10, PerNamespace: 100,
 			Pods: 2000, Imports: 100, BigHeadless: []int{10, 100, 1000}, Perf: true},
 		{Name: "S4", Title: "fat services", Headless: 100, Endpoints: 100, PerNamespace: 100},
+		{Name: "S5", Title: "Kubernetes scalability thresholds", Cluster: new(clustershape.S5().Scaled(0.1))},
 	},
 }
 

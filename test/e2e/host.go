@@ -72,6 +72,12 @@ func runInner(o options) error {
 	defer signal.Stop(sig)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	// The inner run stops itself at the deadline; should it not, it is
+	// told to a little later, then killed (the cleanup follows either way).
+	var overdue <-chan time.Time
+	if o.deadline > 0 {
+		overdue = time.After(o.deadline + 3*time.Minute)
+	}
 	for {
 		select {
 		case err := <-done:
@@ -82,6 +88,14 @@ func runInner(o options) error {
 		case s := <-sig:
 			fmt.Fprintf(os.Stderr, "e2e: %v: stopping the cluster\n", s)
 			_ = cmd.Process.Signal(s)
+		case <-overdue:
+			fmt.Fprintf(os.Stderr, "e2e: past the deadline (%s): stopping the cluster\n", o.deadline)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			overdue = nil
+			go func() {
+				time.Sleep(time.Minute)
+				_ = cmd.Process.Kill()
+			}()
 		}
 	}
 }

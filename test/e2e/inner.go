@@ -46,6 +46,7 @@ type e2e struct {
 	ourImage string // containerd's name of our image
 	ourTag   string // its tag, for the kustomize override
 	start    time.Time
+	thr      *thresholdsRun // a thresholds run's findings, once S5 is loaded
 }
 
 // inner starts the cluster, runs every check and writes the report. It
@@ -53,13 +54,27 @@ type e2e struct {
 func inner(o options) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
-	e := &e2e{o: o, rep: newReport(), start: time.Now()}
+	if o.deadline > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeout(ctx, o.deadline)
+		defer stop()
+	}
+	rep := newReport()
+	if o.thresholds() {
+		rep = newThresholdsReport()
+	}
+	e := &e2e{o: o, rep: rep, start: time.Now()}
 	err := e.run(ctx)
 	if err != nil {
 		e.rep.fail("run", err.Error())
 	}
 	if werr := e.rep.write(o.out); werr != nil {
 		err = errors.Join(err, werr)
+	}
+	if o.thresholds() {
+		if werr := e.rep.spliceInto(o.summary); werr != nil {
+			err = errors.Join(err, werr)
+		}
 	}
 	if e.stub != nil {
 		e.stub.stop()
@@ -80,8 +95,12 @@ func (e *e2e) logf(format string, args ...any) {
 // run is the whole sequence; each step's failure is fatal only where later
 // steps cannot go on without it.
 func (e *e2e) run(ctx context.Context) error {
+	cfg := defaultCluster
+	if e.o.thresholds() {
+		cfg = thresholdsCluster
+	}
 	var err error
-	e.n, err = startNode(ctx, e.logf)
+	e.n, err = startNode(ctx, cfg, e.logf)
 	if err != nil {
 		return err
 	}
@@ -92,10 +111,10 @@ func (e *e2e) run(ctx context.Context) error {
 	if e.stub, err = startStub(); err != nil {
 		return err
 	}
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
+	if e.o.thresholds() {
+		return e.runSteps(ctx, e.thresholdsSteps())
+	}
+	return e.runSteps(ctx, []runStep{
 		{"stock CoreDNS installed", e.installStock},
 		{"workloads", e.startWorkloads},
 		{"upgrade and rollback", e.upgradeAndRollback},
@@ -105,7 +124,18 @@ func (e *e2e) run(ctx context.Context) error {
 		{"node-local autopath", e.checkNodeLocal},
 		{"multicluster", e.checkMulticluster},
 		{"memory limit under a forced relist", e.checkRelist},
-	}
+	})
+}
+
+// runStep is one step of a run: its failure is reported, and ends the run
+// only if it wraps errFatal.
+type runStep struct {
+	name string
+	fn   func(context.Context) error
+}
+
+// runSteps runs the steps in order and times each.
+func (e *e2e) runSteps(ctx context.Context, steps []runStep) error {
 	for _, s := range steps {
 		if ctx.Err() != nil {
 			return ctx.Err()

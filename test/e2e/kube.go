@@ -54,24 +54,28 @@ func (n *node) client() kubernetes.Interface { return n.api.Client() }
 // waitRollout waits until the Deployment has rolled out its latest
 // template: every replica updated, available, and no old pod left.
 func (n *node) waitRollout(ctx context.Context, ns, name string, timeout time.Duration) error {
-	return waitFor(ctx, timeout, "rollout of "+ns+"/"+name, func() error {
-		d, err := n.client().AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if err := rolledOut(d); err != nil {
-			return err
-		}
-		// Old pods that are terminating still count as replicas until gone.
-		pods, err := n.podsOf(ctx, ns, d.Spec.Selector.MatchLabels)
-		if err != nil {
-			return err
-		}
-		if len(pods) != int(*d.Spec.Replicas) {
-			return fmt.Errorf("%d pods, want %d", len(pods), *d.Spec.Replicas)
-		}
-		return nil
-	})
+	return waitFor(ctx, timeout, "rollout of "+ns+"/"+name, func() error { return n.rolloutDone(ctx, ns, name) })
+}
+
+// rolloutDone tells whether the Deployment has rolled out, with the
+// reason when not.
+func (n *node) rolloutDone(ctx context.Context, ns, name string) error {
+	d, err := n.client().AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if err := rolledOut(d); err != nil {
+		return err
+	}
+	// Old pods that are terminating still count as replicas until gone.
+	pods, err := n.podsOf(ctx, ns, d.Spec.Selector.MatchLabels)
+	if err != nil {
+		return err
+	}
+	if len(pods) != int(*d.Spec.Replicas) {
+		return fmt.Errorf("%d pods, want %d", len(pods), *d.Spec.Replicas)
+	}
+	return nil
 }
 
 // rolledOut is kubectl rollout status's test.

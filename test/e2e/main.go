@@ -23,6 +23,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 )
 
 // innerEnv marks the run inside the network namespace.
@@ -35,17 +36,59 @@ type options struct {
 	out       string // the report, Markdown; JSON beside it
 	keep      bool   // leave the cluster as it is at the end (no cleanup)
 	relistSvc int    // headless services of the S2 shape for the relist check
+	// scale is "default" (the checks of docs/e2e.md) or "thresholds" (the
+	// relist at S5, thresholds.go).
+	scale string
+	// thresholdsScale multiplies S5's services and pods (1: the thresholds).
+	thresholdsScale float64
+	// summary is the default run's report, where a thresholds run puts its
+	// table too.
+	summary string
+	// deadline bounds the whole run; 0: none.
+	deadline time.Duration
 }
+
+// thresholds tells whether this is a thresholds run.
+func (o options) thresholds() bool { return o.scale == scaleThresholds }
+
+const (
+	scaleDefault    = "default"
+	scaleThresholds = "thresholds"
+)
 
 func parseFlags() options {
 	var o options
 	flag.StringVar(&o.image, "image", "bin/schemadns-coredns.tar", "our image tarball, from make image")
 	flag.StringVar(&o.imageRef, "image-ref", "", "our image's name (default: read from the tarball)")
-	flag.StringVar(&o.out, "out", "docs/e2e.md", "the report (Markdown; the figures as JSON beside it)")
+	flag.StringVar(&o.out, "out", "", "the report (Markdown; the figures as JSON beside it); default docs/e2e.md, docs/e2e-thresholds.md with -scale thresholds")
 	flag.BoolVar(&o.keep, "keep", false, "leave the cluster as it is at the end, even after a failure, for a look around (remove it with: bin/e2e -clean)")
 	flag.IntVar(&o.relistSvc, "relist-services", 10000, "headless services × 10 endpoints (the S2 shape) loaded for the forced-relist check")
+	flag.StringVar(&o.scale, "scale", scaleDefault, "default: the checks of docs/e2e.md; thresholds: the relist of each DNS server at S5, the Kubernetes scalability thresholds (docs/e2e-thresholds.md)")
+	flag.Float64Var(&o.thresholdsScale, "thresholds-scale", 1, "with -scale thresholds: S5's services and pods times this (0.1 for a quick run)")
+	flag.StringVar(&o.summary, "summary", "docs/e2e.md", "with -scale thresholds: the default run's report, whose thresholds section the run replaces")
+	flag.DurationVar(&o.deadline, "deadline", 0, "stop the run, and clean up, after this long (default: none; 150m with -scale thresholds)")
 	clean := flag.Bool("clean", false, "only remove what an earlier run left behind")
 	flag.Parse()
+	switch o.scale {
+	case scaleDefault:
+	case scaleThresholds:
+		if o.deadline == 0 {
+			o.deadline = thresholdsDeadline
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "e2e: -scale %q: want %s or %s\n", o.scale, scaleDefault, scaleThresholds)
+		os.Exit(2)
+	}
+	if o.thresholdsScale <= 0 || o.thresholdsScale > 1 {
+		fmt.Fprintf(os.Stderr, "e2e: -thresholds-scale %g: want more than 0, at most 1\n", o.thresholdsScale)
+		os.Exit(2)
+	}
+	if o.out == "" {
+		o.out = "docs/e2e.md"
+		if o.thresholds() {
+			o.out = "docs/e2e-thresholds.md"
+		}
+	}
 	if *clean {
 		if err := cleanHost(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)

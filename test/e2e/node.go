@@ -31,8 +31,30 @@ const (
 	cniBinDir   = "/usr/lib/cni" // where Debian's containernetworking-plugins puts them
 )
 
+// clusterConfig is what differs between the clusters of a default run and
+// of a thresholds run (thresholds.go).
+type clusterConfig struct {
+	// serviceCIDRs is the API server's Service range, or two (dual-stack).
+	serviceCIDRs string
+	// auditPolicy, if set, is the API server's audit policy; the events go
+	// to auditLog.
+	auditPolicy string
+	// apiReady bounds each wait for the API server to be ready, at start
+	// and after a restart.
+	apiReady time.Duration
+	// controllerFlags are added to kube-controller-manager's.
+	controllerFlags []string
+}
+
+// defaultCluster is the cluster of a default run.
+var defaultCluster = clusterConfig{serviceCIDRs: serviceCIDR, apiReady: 3 * time.Minute}
+
+// auditLog is where the API server writes its audit events, if any.
+func auditLog() string { return path("logs", "audit.log") }
+
 // node is the running cluster: control plane, runtime, kubelet, kube-proxy.
 type node struct {
+	cfg        clusterConfig
 	api        *kubeapi.Cluster
 	tools      string // the tools directory of hack/tools.sh
 	kubectl    string
@@ -80,8 +102,8 @@ func setupNetwork() error {
 }
 
 // startNode starts the whole cluster and returns once the node is Ready.
-func startNode(ctx context.Context, logf func(string, ...any)) (*node, error) {
-	n := &node{logDir: path("logs")}
+func startNode(ctx context.Context, cfg clusterConfig, logf func(string, ...any)) (*node, error) {
+	n := &node{cfg: cfg, logDir: path("logs")}
 	if err := os.MkdirAll(n.logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -142,6 +164,19 @@ func (n *node) startAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	flags := []string{
+		"--service-cluster-ip-range=" + n.cfg.serviceCIDRs,
+		// The API server reaches kubelet (logs, exec) by the node's IP:
+		// there is no resolver for its host name here.
+		"--kubelet-preferred-address-types=InternalIP",
+	}
+	if n.cfg.auditPolicy != "" {
+		policy := path("audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(n.cfg.auditPolicy), 0o644); err != nil {
+			return err
+		}
+		flags = append(flags, "--audit-policy-file="+policy, "--audit-log-path="+auditLog(), "--audit-log-format=json")
+	}
 	n.api, err = kubeapi.Start(ctx, kubeapi.Options{
 		ToolsDir: n.tools,
 		WorkDir:  path("kubeapi"),
@@ -149,15 +184,10 @@ func (n *node) startAPI(ctx context.Context) error {
 		Address:  nodeIP,
 		// The MCS CRDs as the multicluster overlay's check wants them.
 		ServiceImportVersions: []string{"v1beta1"},
-		ReadyTimeout:          3 * time.Minute,
+		ReadyTimeout:          n.cfg.apiReady,
 		// Pods get ServiceAccount tokens, as in any cluster.
 		ServiceAccountAdmission: true,
-		APIServerFlags: []string{
-			"--service-cluster-ip-range=" + serviceCIDR,
-			// The API server reaches kubelet (logs, exec) by the node's IP:
-			// there is no resolver for its host name here.
-			"--kubelet-preferred-address-types=InternalIP",
-		},
+		APIServerFlags:          flags,
 	})
 	if err != nil {
 		return err
@@ -259,16 +289,16 @@ func (n *node) startControllers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := n.start("kube-controller-manager", kcm,
-		"--kubeconfig="+n.api.Kubeconfig,
+	if _, err := n.start("kube-controller-manager", kcm, append([]string{
+		"--kubeconfig=" + n.api.Kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
 		// Pods get the API server's CA as kube-root-ca.crt.
-		"--root-ca-file="+path("kubeapi", "ca.crt"),
-		"--service-cluster-ip-range="+serviceCIDR,
+		"--root-ca-file=" + path("kubeapi", "ca.crt"),
+		"--service-cluster-ip-range=" + n.cfg.serviceCIDRs,
 		"--allocate-node-cidrs=false",
 		"--use-service-account-credentials=false",
-	); err != nil {
+	}, n.cfg.controllerFlags...)...); err != nil {
 		return err
 	}
 	_, err = n.start("kube-scheduler", sched,

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// A run of some shapes (SHAPES=S5) can keep the others' figures from the
+// page it replaces (-keep-others): the page then says which run measured
+// which shapes, so that no figure passes for one of this run's.
+
+// keepOthers adds to res the shapes of OUT/benchmarks.json that res did not
+// measure, in the scale's order, and says so in the page's note.
+func keepOthers(cfg *config, res *results) error {
+	b, err := os.ReadFile(filepath.Join(cfg.OutDir, "benchmarks.json"))
+	if err != nil {
+		return fmt.Errorf("-keep-others: %w", err)
+	}
+	var old results
+	if err := json.Unmarshal(b, &old); err != nil {
+		return fmt.Errorf("-keep-others: benchmarks.json: %w", err)
+	}
+	kept := mergeResults(res, &old)
+	if len(kept) == 0 {
+		return nil
+	}
+	note := fmt.Sprintf("%s: from the run of %s (`%s`); the other shapes from this run.",
+		strings.Join(kept, ", "), old.Started.UTC().Format("2006-01-02 15:04 UTC"), old.Command)
+	if res.Note != "" {
+		note = res.Note + " " + note
+	}
+	res.Note = note
+	return nil
+}
+
+// mergeResults puts old's shapes that res lacks into res, and what only
+// those shapes' tables read (the mixes, commands and targets) where res
+// has none; it returns the names of the shapes kept.
+func mergeResults(res, old *results) []string {
+	measured := map[string]bool{}
+	for _, sr := range res.Shapes {
+		measured[sr.Shape.Name] = true
+	}
+	for _, mr := range res.Mesos {
+		measured[mr.Shape.Name] = true
+	}
+	var kept []string
+	var shapes []*shapeResult
+	for _, sr := range old.Shapes {
+		if !measured[sr.Shape.Name] {
+			shapes = append(shapes, sr)
+			if !slices.Contains(kept, sr.Shape.Name) {
+				kept = append(kept, sr.Shape.Name)
+			}
+		}
+	}
+	res.Shapes = append(shapes, res.Shapes...)
+	slices.SortStableFunc(res.Shapes, func(a, b *shapeResult) int { return strings.Compare(a.Shape.Name, b.Shape.Name) })
+	var mesos []*mesosResult
+	for _, mr := range old.Mesos {
+		if !measured[mr.Shape.Name] {
+			mesos, kept = append(mesos, mr), append(kept, mr.Shape.Name)
+		}
+	}
+	res.Mesos = append(mesos, res.Mesos...)
+	slices.SortStableFunc(res.Mesos, func(a, b *mesosResult) int { return strings.Compare(a.Shape.Name, b.Shape.Name) })
+	if res.Mix == "" {
+		res.Mix, res.MCMix = old.Mix, old.MCMix
+	}
+	if res.GoBenchCommand == "" {
+		res.GoBenchCommand = old.GoBenchCommand
+	}
+	res.Commands = mergeMissing(res.Commands, old.Commands)
+	res.Targets = mergeMissing(res.Targets, old.Targets)
+	return kept
+}
+
+// mergeMissing is m with the keys of old it lacks.
+func mergeMissing(m, old map[string]string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	for _, k := range slices.Sorted(maps.Keys(old)) {
+		if _, ok := m[k]; !ok {
+			m[k] = old[k]
+		}
+	}
+	return m
+}

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/test/procstat"
+)
+
+// The forced relist of the threshold shape, as make soak forces it: the
+// API server stopped, etcd compacted to its latest revision, the API
+// server started again. Every watch then resumes from a resource version
+// that is gone, so each informer must list everything again while it still
+// holds what it had: the moment a DNS server needs the most memory. Each
+// server is measured alone, freshly started, with no query load.
+
+const (
+	// relistSettle is how long after its first complete answer a server
+	// runs before its steady figures are read and the outage begins.
+	relistSettle = 10 * time.Second
+	// relistSample is the period of the heap samples.
+	relistSample = 100 * time.Millisecond
+	// relistIdle: once every resource has listed again, the relist is
+	// over when the server's CPU stayed under relistIdleShare of a core
+	// for this long.
+	relistIdle      = 2 * time.Second
+	relistIdleShare = 0.05
+	// relistGiveUp: a resource that has not listed this long after the
+	// API server is ready (client-go's backoff is at most 30 s) is taken
+	// as not relisting; the wait ends at the next idle moment.
+	relistGiveUp = 90 * time.Second
+	// relistMax bounds the whole wait.
+	relistMax = 15 * time.Minute
+)
+
+// relistResult is one server's forced relist.
+type relistResult struct {
+	Revision int64 // etcd compacted to
+	// DownSeconds run from the API server's stop to its /readyz ok again,
+	// the compaction included.
+	DownSeconds float64
+	// SteadyRSS and SteadyHeap are VmRSS and go_memstats_heap_inuse_bytes
+	// (no forced GC) just before the outage, relistSettle after the
+	// server's first complete answer.
+	SteadyRSS, SteadyHeap int64
+	// PeakRSS is VmHWM, reset just before the outage, read at the end.
+	PeakRSS int64
+	// PeakHeap is the largest go_memstats_heap_inuse_bytes of HeapSamples
+	// read from the server's /metrics every relistSample from the outage
+	// to the end (a sample the busy server answers late comes late).
+	PeakHeap    int64
+	HeapSamples int
+	// Seconds run from the API server ready to the end of the wait: every
+	// resource relisted and the server idle for relistIdle.
+	Seconds   float64
+	Resources []resourceRelist
+	// AnswersAfter is empty when every probe answered completely after
+	// the relist, else what did not.
+	AnswersAfter string
+}
+
+// resourceRelist is one resource a server watches, through the relist.
+type resourceRelist struct {
+	Resource string
+	// Before and After are ours' coredns_watchcache_relists_total of the
+	// resource; -1 for stock, which has no such counter.
+	Before, After float64
+	// Lists are the lists the API server served the server since the
+	// outage, from its audit log.
+	Lists int
+}
+
+// relisted tells whether the resource was listed again: in the audit log,
+// and for ours in its counter too.
+func (rr resourceRelist) relisted() bool {
+	return rr.Lists > 0 && (rr.Before < 0 || rr.After > rr.Before)
+}
+
+// allRelisted tells whether every resource was listed again.
+func (r *relistResult) allRelisted() bool {
+	return len(r.Resources) > 0 && !slices.ContainsFunc(r.Resources, func(rr resourceRelist) bool { return !rr.relisted() })
+}
+
+// notRelisted names the resources that were not listed again.
+func (r *relistResult) notRelisted() []string {
+	var out []string
+	for _, rr := range r.Resources {
+		if !rr.relisted() {
+			out = append(out, rr.Resource)
+		}
+	}
+	return out
+}
+
+// relist starts t alone, lets it settle, forces the relist and measures
+// it; the server is stopped at the end.
+func (r *shapeRun) relist(ctx context.Context, t target, audit string) (*relistResult, error) {
+	s, err := r.launch(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer r.stop(t.Key)
+	if err := sleepCtx(ctx, relistSettle); err != nil {
+		return nil, err
+	}
+	res := &relistResult{}
+	resources, err := r.watched(s)
+	if err != nil {
+		return nil, err
+	}
+	if res.SteadyRSS, _, err = procstat.RSS(s.pid()); err != nil {
+		return nil, err
+	}
+	res.SteadyHeap = heapInuse(s)
+	if err := procstat.ResetPeak(s.pid()); err != nil {
+		return nil, err
+	}
+	offset := kubeapi.AuditSize(audit)
+	heap := sampleHeap(s)
+	defer heap.end()
+	down := time.Now()
+	if err := r.cluster.StopAPIServer(); err != nil {
+		return nil, fmt.Errorf("stop kube-apiserver: %w", err)
+	}
+	if res.Revision, err = r.cluster.CompactEtcd(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.cluster.StartAPIServer(ctx); err != nil {
+		return nil, fmt.Errorf("start kube-apiserver: %w", err)
+	}
+	up := time.Now()
+	res.DownSeconds = up.Sub(down).Seconds()
+	logf("relist of %s: API server down %.1f s, etcd compacted at revision %d", s, res.DownSeconds, res.Revision)
+	if res.Resources, err = r.awaitRelist(ctx, s, resources, audit, offset, up); err != nil {
+		return res, err
+	}
+	res.Seconds = time.Since(up).Seconds()
+	if _, res.PeakRSS, err = procstat.RSS(s.pid()); err != nil {
+		return res, err
+	}
+	res.PeakHeap, res.HeapSamples = heap.end(), heap.samples()
+	if err := s.waitSynced(ctx, r.thr.probes(r.sr.Run.Pods), time.Minute); err != nil {
+		res.AnswersAfter = err.Error()
+	}
+	logf("relist of %s: %s; steady RSS %.1f MiB, peak %.1f MiB (%.2f×), heap %.1f → peak %.1f MiB (%d samples), over %.1f s after the API server was back",
+		s, relistText(res), float64(res.SteadyRSS)/mib, float64(res.PeakRSS)/mib, float64(res.PeakRSS)/float64(res.SteadyRSS),
+		float64(res.SteadyHeap)/mib, float64(res.PeakHeap)/mib, res.HeapSamples, res.Seconds)
+	return res, nil
+}
+
+// relistText is what relisted: "every resource (services 1, …)" or the
+// ones that did not.
+func relistText(res *relistResult) string {
+	var parts []string
+	for _, rr := range res.Resources {
+		p := fmt.Sprintf("%s %d", rr.Resource, rr.Lists)
+		if rr.Before >= 0 {
+			p += fmt.Sprintf(" (counter %.0f → %.0f)", rr.Before, rr.After)
+		}
+		parts = append(parts, p)
+	}
+	lists := strings.Join(parts, ", ")
+	if res.allRelisted() {
+		return "every resource listed again: " + lists
+	}
+	return fmt.Sprintf("NOT listed again: %s (lists since the outage: %s)", strings.Join(res.notRelisted(), ", "), lists)
+}
+
+// stockResources are the informers stock runs: its namespace informer
+// always, the pod informer with pods verified.
+func stockResources(pods string) []string {
+	out := []string{"endpointslices", "namespaces", "services"}
+	if pods == "verified" {
+		out = append(out, "pods")
+	}
+	return out
+}
+
+// watched are the resources s watches, each with ours' relist counter:
+// for ours those of its informers gauge, for stock stockResources.
+func (r *shapeRun) watched(s *server) ([]resourceRelist, error) {
+	if s.Key != keyOurs {
+		var out []resourceRelist
+		for _, res := range stockResources(r.sr.Run.Pods) {
+			out = append(out, resourceRelist{Resource: res, Before: -1, After: -1})
+		}
+		return out, nil
+	}
+	informers, err := s.metricByLabel("coredns_watchcache_informers", "resource")
+	if err != nil {
+		return nil, err
+	}
+	relists, err := s.metricByLabel("coredns_watchcache_relists_total", "resource")
+	if err != nil {
+		return nil, err
+	}
+	var out []resourceRelist
+	for _, res := range slices.Sorted(maps.Keys(informers)) {
+		if informers[res] > 0 {
+			out = append(out, resourceRelist{Resource: res, Before: relists[res]})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no informer in coredns_watchcache_informers", s)
+	}
+	return out, nil
+}
+
+// awaitRelist waits until every resource has been listed again and the
+// server has been idle for relistIdle, or, past relistGiveUp, only until
+// it is idle; it returns the resources with their lists and counters.
+func (r *shapeRun) awaitRelist(ctx context.Context, s *server, resources []resourceRelist, audit string, offset int64, up time.Time) ([]resourceRelist, error) {
+	idle := newIdleWatch(s.pid())
+	end := up.Add(relistMax)
+	for {
+		lists, err := auditLists(audit, offset, s.Key)
+		if err != nil {
+			return resources, err
+		}
+		var counters map[string]float64
+		if s.Key == keyOurs {
+			if counters, err = s.metricByLabel("coredns_watchcache_relists_total", "resource"); err != nil {
+				return resources, err
+			}
+		}
+		done := true
+		for i := range resources {
+			rr := &resources[i]
+			rr.Lists = lists[rr.Resource]
+			if rr.Before >= 0 {
+				rr.After = counters[rr.Resource]
+			}
+			done = done && rr.relisted()
+		}
+		quiet := idle.check()
+		switch {
+		case quiet && (done || time.Since(up) > relistGiveUp):
+			return resources, nil
+		case time.Now().After(end):
+			return resources, fmt.Errorf("%s still busy or not relisted %s after the API server was back", s, relistMax)
+		}
+		if err := sleepCtx(ctx, 250*time.Millisecond); err != nil {
+			return resources, err
+		}
+	}
+}
+
+// idleWatch tells whether a process used less than relistIdleShare of a
+// core over the last relistIdle.
+type idleWatch struct {
+	pid     int
+	samples []cpuSample
+}
+
+type cpuSample struct {
+	at  time.Time
+	cpu float64
+}
+
+func newIdleWatch(pid int) *idleWatch { return &idleWatch{pid: pid} }
+
+// check takes a sample and tells whether the process was idle over the
+// last relistIdle (false until that much has been sampled).
+func (w *idleWatch) check() bool {
+	now := time.Now()
+	cpu, err := procstat.CPUSeconds(w.pid)
+	if err != nil {
+		return false
+	}
+	w.samples = append(w.samples, cpuSample{now, cpu})
+	k := 0
+	for k+1 < len(w.samples) && now.Sub(w.samples[k+1].at) >= relistIdle {
+		k++
+	}
+	w.samples = w.samples[k:]
+	first := w.samples[0]
+	span := now.Sub(first.at)
+	return span >= relistIdle && cpu-first.cpu < relistIdleShare*span.Seconds()
+}
+
+// heapInuse is the server's go_memstats_heap_inuse_bytes, 0 when it
+// cannot be read.
+func heapInuse(s *server) int64 {
+	m, err := s.metricByLabel("go_memstats_heap_inuse_bytes", "")
+	if err != nil {
+		return 0
+	}
+	return int64(m[""])
+}
+
+// sampleHeap samples the server's heap in use every relistSample.
+func sampleHeap(s *server) *peakWatch {
+	return watchPeak(relistSample, func() (int64, bool) {
+		v := heapInuse(s)
+		return v, v > 0
+	})
+}
+
+// sleepCtx sleeps for d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}

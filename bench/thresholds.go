@@ -1,0 +1,324 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schemadns/schemadns/test/clustershape"
+	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/test/toolreport"
+)
+
+// The threshold shape (S5): Kubernetes' scalability thresholds as
+// test/clustershape lays them out, loaded once into one API server and
+// measured on it twice, both plugins without the pod watch (pods
+// disabled), then both with pods verified. Each run is a shapeResult of
+// its own, so the tables of every shape have a row for each; what only
+// this shape measures (the forced relist, the cluster mix on its data) is
+// in its Run.
+
+// podModes are the threshold shape's runs, in order: the pods option of
+// both plugins.
+var podModes = []string{"disabled", "verified"}
+
+// thresholdRun is what only a run of the threshold shape has.
+type thresholdRun struct {
+	Pods   string // the pods option of both plugins: disabled (no pod watch) or verified
+	Counts clustershape.Counts
+	// Writers wrote the shape, once for both runs, in LoadSeconds of the
+	// first run's shapeResult (the second's is the same figure).
+	Writers int
+	// CPU is the cluster mix over UDP at a fixed load on kubeschema, stock
+	// and the floor (perfFigures' testMixed only).
+	CPU *perfFigures
+	// LoadFrom says where CPU's fixed load comes from: S3's in this run,
+	// -qps, or the calibration of the first S5 run.
+	LoadFrom string
+	Command  string // the dnsperf command of the mix
+	// Relist is the forced relist, by target, each server alone.
+	Relist map[string]*relistResult
+}
+
+// label is the run's name in the tables: "S5, no pod watch".
+func (r *thresholdRun) label(shapeName string) string {
+	if r.Pods == "disabled" {
+		return shapeName + ", no pod watch"
+	}
+	return shapeName + ", pods " + r.Pods
+}
+
+// short is the run's name in the chart: "S5", "S5 pods".
+func (r *thresholdRun) short(shapeName string) string {
+	if r.Pods == "disabled" {
+		return shapeName
+	}
+	return shapeName + " pods"
+}
+
+// thresholdData is the threshold shape as loaded: what its runs ask, wait
+// for and rewrite.
+type thresholdData struct {
+	layout *clustershape.Layout
+	// clusterIPs are the ClusterIP services with their IPv4 address,
+	// v4only those of them with no IPv6 one, headless the headless
+	// services (all have endpoints), by number.
+	clusterIPs, v4only, headless []svcRef
+	// endpoints is each headless service's IPv4 endpoints, by name.
+	endpoints map[string]int
+	lastPod   string // the DNS name of the pod loaded last
+	churner   *churn // shared by the runs: each goes on from the state the last left
+}
+
+// describeCluster is a threshold shape's objects in one line.
+func describeCluster(s clustershape.Shape) string {
+	l, err := s.Layout()
+	if err != nil {
+		return err.Error()
+	}
+	c, th := l.Counts(), toolreport.Thousands
+	return fmt.Sprintf("%s services in %d namespaces, %s in the first (%s ClusterIP, %s headless, %s ExternalName; %s dual-stack); "+
+		"%s with %d endpoints, the others %d to %d (%s endpoints in %s EndpointSlices, dual-stack ones counted per family); "+
+		"%s pods, %s a namespace, none scheduled",
+		th(c.Services), c.Namespaces, th(s.MaxServicesPerNamespace), th(c.ClusterIP), th(c.Headless), th(c.ExternalName),
+		th(c.DualStack), th(c.Large), s.LargeEndpoints, s.MinEndpoints, s.MaxEndpoints, th(c.Endpoints), th(c.Slices),
+		th(c.Pods), th(s.PodsPerNamespace))
+}
+
+// measureThresholds starts the threshold shape's API server (with an audit
+// log of lists and watches, which shows stock's relists), loads the shape
+// once and measures each run on it; it returns the runs measured.
+func (e *env) measureThresholds(ctx context.Context, sh shape) ([]*shapeResult, error) {
+	l, err := sh.Cluster.Layout()
+	if err != nil {
+		return nil, err
+	}
+	logf("%s %s: %s", sh.Name, sh.Title, sh.describe())
+	logFile, err := os.Create(filepath.Join(e.work, sh.Name+"-kubeapi.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	audit := filepath.Join(e.work, sh.Name+"-audit.log")
+	flags, err := kubeapi.AuditFlags(e.work, audit, kubeapi.AdminUser)
+	if err != nil {
+		return nil, err
+	}
+	// A restart of the API server lists the whole shape from etcd before
+	// it is ready: minutes at full size on two cores.
+	c, err := kubeapi.Start(ctx, kubeapi.Options{Log: logFile, ReadyTimeout: 15 * time.Minute, APIServerFlags: flags})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Stop()
+	start := time.Now()
+	stats, err := clustershape.Load(ctx, c.RESTConfig(), l, clustershape.LoadOptions{Writers: e.cfg.s5Writers,
+		Progress: func(p clustershape.Progress) { logf("  loading %s: %s", sh.Name, p) }, ProgressEvery: 30 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	loaded := time.Since(start).Seconds()
+	logf("loaded %s in %.0f s (%d writers, %d writes, %d retries)", sh.Name, loaded, e.cfg.s5Writers, stats.Writes, stats.Retries)
+	d, err := newThresholdData(ctx, e.cfg, c, l)
+	if err != nil {
+		return nil, err
+	}
+	var out []*shapeResult
+	for _, pods := range podModes {
+		if ctx.Err() != nil {
+			break
+		}
+		sr := &shapeResult{Shape: sh, LoadSeconds: loaded, Memory: map[string]memory{}, FirstAnswer: map[string][]float64{},
+			Together: map[string][]float64{},
+			Run:      &thresholdRun{Pods: pods, Counts: l.Counts(), Writers: e.cfg.s5Writers, Relist: map[string]*relistResult{}}}
+		err := e.thresholdRun(ctx, sr, c, d, audit)
+		if len(sr.Memory) > 0 {
+			out = append(out, sr)
+		}
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", sr.label(), err)
+		}
+	}
+	return out, nil
+}
+
+// thresholdRun measures one run on the loaded shape: ours and stock
+// started in turn and timed to their first complete answer (the last start
+// of each measured), the cluster mix at a fixed load on them and on the
+// floor, the churn, then the forced relist of each alone.
+func (e *env) thresholdRun(ctx context.Context, sr *shapeResult, c *kubeapi.Cluster, d *thresholdData, audit string) error {
+	ours, stock := kubeTargets(sr.Run.Pods)
+	r := &shapeRun{env: e, sr: sr, cluster: c, servers: map[string]*server{}, ours: ours, stock: stock,
+		tag: sr.Shape.Name + "-pods-" + sr.Run.Pods, thr: d, churner: d.churner}
+	defer r.stop()
+	logf("%s: both plugins with pods %s", sr.label(), sr.Run.Pods)
+	if err := r.timedStarts(ctx); err != nil {
+		return err
+	}
+	for _, t := range []target{ours, stock, targetFloor} {
+		e.res.Targets[t.Key] = t.Label
+		if err := r.start(ctx, t); err != nil {
+			return err
+		}
+	}
+	if err := r.thresholdCPU(ctx); err != nil {
+		return err
+	}
+	r.stop(keyFloor)
+	err := r.churn(ctx)
+	d.churner = r.churner
+	if err != nil {
+		return fmt.Errorf("churn: %w", err)
+	}
+	r.stop()
+	for _, t := range []target{ours, stock} {
+		rr, err := r.relist(ctx, t, audit)
+		if rr != nil {
+			sr.Run.Relist[t.Key] = rr
+		}
+		if err != nil {
+			return fmt.Errorf("relist of %s: %w", t.Key, err)
+		}
+	}
+	return nil
+}
+
+// newThresholdData reads back what the API server allocated (the services'
+// cluster IPs) and makes the runs' probes, mix and churned services.
+func newThresholdData(ctx context.Context, cfg *config, c *kubeapi.Cluster, l *clustershape.Layout) (*thresholdData, error) {
+	cs, err := writerClient(c)
+	if err != nil {
+		return nil, err
+	}
+	sel := metav1.ListOptions{LabelSelector: clustershape.LabelShape + "=" + l.Shape().Name}
+	list, err := cs.CoreV1().Services("").List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("list services: %w", err)
+	}
+	ips := map[string][]string{}
+	for _, svc := range list.Items {
+		ips[svc.Namespace+"/"+svc.Name] = svc.Spec.ClusterIPs
+	}
+	d := &thresholdData{layout: l, endpoints: map[string]int{}}
+	var churned []*churned
+	for i := range l.Counts().Services {
+		svc := l.Service(i)
+		if svc.Spec.Type == corev1.ServiceTypeExternalName {
+			continue
+		}
+		var v4 []*discoveryv1.EndpointSlice
+		n := 0
+		for _, sl := range l.Slices(i) {
+			if sl.AddressType == discoveryv1.AddressTypeIPv4 {
+				v4, n = append(v4, sl), n+len(sl.Endpoints)
+			}
+		}
+		isHeadless := svc.Spec.ClusterIP == corev1.ClusterIPNone
+		ref := svcRef{name: svc.Name, ns: svc.Namespace}
+		switch {
+		case isHeadless:
+			d.headless = append(d.headless, ref)
+			d.endpoints[svc.Name] = n
+		default:
+			got := ips[svc.Namespace+"/"+svc.Name]
+			if len(got) == 0 {
+				return nil, fmt.Errorf("service %s/%s: not in the API server's list", svc.Namespace, svc.Name)
+			}
+			ref.ip = got[0]
+			d.clusterIPs = append(d.clusterIPs, ref)
+			if len(got) == 1 {
+				d.v4only = append(d.v4only, ref)
+			}
+		}
+		if n > 0 {
+			churned = append(churned, newChurned(svc.Namespace, svc.Name, v4, isHeadless))
+		}
+	}
+	if len(d.clusterIPs) == 0 || len(d.v4only) == 0 || len(d.headless) == 0 {
+		return nil, fmt.Errorf("shape %s: no ClusterIP, single-stack or headless service to ask", l.Shape().Name)
+	}
+	if n := l.Counts().Pods; n > 0 {
+		p := l.Pod(n - 1)
+		d.lastPod = dashed(p.Status.PodIP) + "." + p.Namespace + ".pod.cluster.local."
+	}
+	d.churner = newChurn(cfg.churn, cs, churned)
+	return d, nil
+}
+
+// probes are the queries whose complete answers show that a server has
+// every kind of object: the ClusterIP and the headless service numbered
+// last (with all its endpoints), the largest headless service numbered
+// last over TCP (its endpoints span slices), and with the pod watch the
+// pod loaded last.
+func (d *thresholdData) probes(pods string) []sentinel {
+	name := func(s svcRef) string { return s.name + "." + s.ns + ".svc.cluster.local." }
+	last := d.headless[len(d.headless)-1]
+	out := []sentinel{
+		{name: name(d.clusterIPs[len(d.clusterIPs)-1]), qtype: dns.TypeA, min: 1},
+		{name: name(last), qtype: dns.TypeA, min: d.endpoints[last.name], tcp: d.endpoints[last.name] > 20},
+	}
+	largest := last
+	for _, s := range d.headless {
+		if d.endpoints[s.name] >= d.endpoints[largest.name] {
+			largest = s
+		}
+	}
+	if largest != last {
+		out = append(out, sentinel{name: name(largest), qtype: dns.TypeA, min: d.endpoints[largest.name], tcp: true})
+	}
+	if pods == "verified" && d.lastPod != "" {
+		out = append(out, sentinel{name: d.lastPod, qtype: dns.TypeA, min: 1})
+	}
+	return out
+}
+
+// thresholdCPU runs the cluster mix over UDP at a fixed load on ours,
+// stock and the floor, as on S3: S3's load when S3 ran before, else -qps,
+// else half the slowest target's saturated rate in the first run (the
+// second run keeps it), each target saturated once first (the warm-up).
+func (r *shapeRun) thresholdCPU(ctx context.Context) error {
+	d, run := r.thr, r.sr.Run
+	r.files.mix = filepath.Join(r.work, r.tag+"-mix.txt")
+	if err := writeQueries(r.files.mix, generate(clusterMix(d.clusterIPs, d.v4only, d.headless), mixLines)); err != nil {
+		return err
+	}
+	p := &perfFigures{Rates: map[string]int{}, Calibration: map[string]map[string]float64{}}
+	run.CPU = p
+	p.CrossCheck = []crossCheck{compareTargets(r.servers[keyOurs], r.servers[keyStock], r.files.mix)}
+	logf("answers %s: %d of %d distinct queries differ", p.CrossCheck[0].Pair, p.CrossCheck[0].Differing, p.CrossCheck[0].Compared)
+	spec := perfSpec{file: r.files.mix, duration: r.cfg.duration, clients: 4, outstanding: 100, verbose: true}
+	pl := testPlan{testMixed, []*server{r.servers[keyOurs], r.servers[keyStock], r.servers[keyFloor]}, spec}
+	given, from := r.mixLoad()
+	if err := calibrate(ctx, r.cfg, &pl, given, p); err != nil {
+		return err
+	}
+	if given == 0 {
+		r.s5Load, from = pl.spec.qps, "half the slowest target's saturated rate in the first S5 run (S3 not measured in this run)"
+	}
+	run.LoadFrom, run.Command = from, pl.spec.command(r.cfg)
+	return runRounds(ctx, r.cfg, []testPlan{pl}, p)
+}
+
+// mixLoad is the fixed load of the threshold shape's cluster mix, and
+// where it comes from (0 when it is to be calibrated).
+func (r *shapeRun) mixLoad() (int, string) {
+	for _, sr := range r.res.Shapes {
+		if sr.Perf != nil && sr.Perf.Rates[testMixed] > 0 {
+			return sr.Perf.Rates[testMixed], fmt.Sprintf("%s's in this run", sr.Shape.Name)
+		}
+	}
+	switch {
+	case r.cfg.qps > 0:
+		return r.cfg.qps, "-qps"
+	case r.s5Load > 0:
+		return r.s5Load, "half the slowest target's saturated rate in the first S5 run (S3 not measured in this run)"
+	}
+	return 0, ""
+}

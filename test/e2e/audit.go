@@ -1,0 +1,37 @@
+package main
+
+import (
+	"github.com/schemadns/schemadns/test/kubeapi"
+)
+
+// The API server's audit log of the DNS servers' lists and watches
+// (kubeapi's reader): its own record of which informer listed, from which
+// pod, for servers that export no relist counter of their own (stock).
+
+// dnsUser is the user both DNS servers call the API server as: the
+// ServiceAccount coredns of kube-system (deploy/base's and kubeadm's).
+const dnsUser = "system:serviceaccount:kube-system:coredns"
+
+// auditPolicy records the DNS servers' lists and watches, nothing else.
+var auditPolicy = kubeapi.AuditPolicy(dnsUser)
+
+// auditSize is the audit log's size now: the offset a later auditLists
+// starts from.
+func auditSize() int64 { return kubeapi.AuditSize(auditLog()) }
+
+// auditLists counts the lists the DNS servers were served since offset,
+// by source address (a pod's IP) and resource.
+func auditLists(offset int64) (map[string]map[string]int, error) {
+	out := map[string]map[string]int{}
+	err := kubeapi.ReadAudit(auditLog(), offset, func(ev kubeapi.AuditEvent) {
+		if ev.User.Username != dnsUser || !ev.IsList() || len(ev.SourceIPs) == 0 {
+			return
+		}
+		src := ev.SourceIPs[0]
+		if out[src] == nil {
+			out[src] = map[string]int{}
+		}
+		out[src][ev.ObjectRef.Resource]++
+	})
+	return out, err
+}
