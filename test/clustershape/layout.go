@@ -42,7 +42,7 @@ type Layout struct {
 
 // Counts are a layout's objects, by kind.
 type Counts struct {
-	Namespaces                                              int
+	Namespaces                                             int
 	Services, ClusterIP, Headless, ExternalName, DualStack int
 	// Large services have Shape.LargeEndpoints endpoints.
 	Large int

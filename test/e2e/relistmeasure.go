@@ -495,4 +495,3 @@ func (r *relistResult) totals() (kills, restarts int) {
 	}
 	return kills, restarts
 }
-
