@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,4 +42,62 @@ func TestParseResolvesStockPlugins(t *testing.T) {
 	if len(ds) != 2 || ds[0].importPath != corePluginPrefix+"metrics" || ds[1].importPath != "example.com/x" {
 		t.Fatalf("got %+v", ds)
 	}
+}
+
+// TestSupersetOfStock: plugin.cfg holds every directive of stock CoreDNS's
+// plugin.cfg, of the version go.mod requires, in stock's order, and ours
+// at the places the README names; a stock plugin added by a version bump
+// fails it until it is listed.
+func TestSupersetOfStock(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/coredns/coredns").Output()
+	if err != nil {
+		t.Fatalf("go list the coredns module: %v", err)
+	}
+	stock := readNames(t, filepath.Join(strings.TrimSpace(string(out)), "plugin.cfg"))
+	ours := readNames(t, "../../plugin.cfg")
+	var stockInOurs []string
+	isStock := map[string]bool{}
+	for _, name := range stock {
+		isStock[name] = true
+	}
+	for _, name := range ours {
+		if isStock[name] {
+			stockInOurs = append(stockInOurs, name)
+		}
+	}
+	if !slices.Equal(stockInOurs, stock) {
+		t.Errorf("stock's directives in plugin.cfg, in its order:\n%v\nstock's plugin.cfg:\n%v", stockInOurs, stock)
+	}
+	// Ours, each right before the directive the README puts it at.
+	for _, at := range []struct{ ours, before string }{
+		{"edns0autopath", "autopath"},
+		{"kubeschema", "multicluster"},
+		{"multicluster", "mesosschema"},
+		{"mesosschema", "kubernetes"},
+		{"gensearchpath", "forward"},
+	} {
+		i := slices.Index(ours, at.ours)
+		if i < 0 || i+1 >= len(ours) || ours[i+1] != at.before {
+			t.Errorf("%s is not right before %s in plugin.cfg", at.ours, at.before)
+		}
+	}
+}
+
+// readNames is the directives of a plugin.cfg, in order.
+func readNames(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ds, err := parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(ds))
+	for i, d := range ds {
+		names[i] = d.name
+	}
+	return names
 }
