@@ -19,6 +19,9 @@ need getent libc-bin
 # The autopath end-to-end test runs glibc's resolver in a mount namespace.
 need unshare util-linux
 need mount mount
+# The stock README corpus starts each example in a network namespace with
+# loopback up.
+need ip iproute2
 need gcc gcc
 need musl-gcc musl-tools
 [[ -x /bin/busybox ]] || missing+=(busybox-static)
@@ -34,7 +37,6 @@ if [[ ${1:-} == e2e ]]; then
 	need iptables iptables
 	need conntrack conntrack
 	need nsenter util-linux
-	need ip iproute2
 fi
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
