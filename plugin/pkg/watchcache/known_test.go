@@ -1,8 +1,10 @@
 package watchcache
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,5 +123,37 @@ func TestRelistReusesUnchanged(t *testing.T) {
 		if cached != s || (s.Service == "web-0" && s != before) {
 			t.Errorf("slice %s after a change: listed %p, cached %p", s.Name(), s, cached)
 		}
+	}
+}
+
+// TestPagedListsArePages: every new LIST of a plain resource is a
+// consistent read of listPageSize objects, whatever resourceVersion the
+// reflector asked (its "0" and its last-seen one are both answered whole
+// from the API server's watch cache); the next pages go as the pager asks.
+func TestPagedListsArePages(t *testing.T) {
+	var got []metav1.ListOptions
+	lw := paged(&cache.ListWatch{ListWithContextFunc: func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		got = append(got, o)
+		return &metav1.List{}, nil
+	}})
+	for _, o := range []metav1.ListOptions{
+		{ResourceVersion: "0", Limit: 500},
+		{ResourceVersion: "352719"},
+		{ResourceVersion: "352719", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 500},
+		{Continue: "token", Limit: 500},
+	} {
+		if _, err := lw.ListWithContext(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []metav1.ListOptions{
+		{Limit: listPageSize}, {Limit: listPageSize}, {Limit: listPageSize},
+		{Continue: "token", Limit: 500},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("lists asked:\n%+v\nwant\n%+v", got, want)
+	}
+	if listerOf(lw, false).IsWatchListSemanticsUnSupported() || !listerOf(lw, true).IsWatchListSemanticsUnSupported() {
+		t.Error("listerOf: a streamed resource must take the watch-list, a plain one must not")
 	}
 }
