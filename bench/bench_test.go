@@ -160,3 +160,17 @@ func TestMergeResults(t *testing.T) {
 		t.Errorf("merged: shapes %v, mesos %d, mix %q, targets %v", names, len(res.Mesos), res.Mix, res.Targets)
 	}
 }
+
+// TestProvenance: the note names, for each earlier run, the shapes kept
+// from it, once each.
+func TestProvenance(t *testing.T) {
+	res := &results{Shapes: []*shapeResult{{Shape: shape{Name: "S1"}, From: "A"}, {Shape: shape{Name: "S2"}, From: "B"},
+		{Shape: shape{Name: "S5"}}, {Shape: shape{Name: "S5"}}}, Mesos: []*mesosResult{{Shape: mesosShape{Name: "M1"}, From: "A"}}}
+	want := "S1, M1: from the run of A; S2: from the run of B; the other shapes from this run."
+	if got := provenance(res); got != want {
+		t.Errorf("provenance:\n%s\nwant\n%s", got, want)
+	}
+	if got := provenance(&results{Shapes: []*shapeResult{{Shape: shape{Name: "S5"}}}}); got != "" {
+		t.Errorf("provenance of a run with nothing kept: %q", got)
+	}
+}

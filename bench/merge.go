@@ -25,17 +25,48 @@ func keepOthers(cfg *config, res *results) error {
 	if err := json.Unmarshal(b, &old); err != nil {
 		return fmt.Errorf("-keep-others: benchmarks.json: %w", err)
 	}
-	kept := mergeResults(res, &old)
-	if len(kept) == 0 {
-		return nil
+	mergeResults(res, &old)
+	if note := provenance(res); note != "" {
+		res.Note = strings.TrimSpace(res.Note + " " + note)
 	}
-	note := fmt.Sprintf("%s: from the run of %s (`%s`); the other shapes from this run.",
-		strings.Join(kept, ", "), old.Started.UTC().Format("2006-01-02 15:04 UTC"), old.Command)
-	if res.Note != "" {
-		note = res.Note + " " + note
-	}
-	res.Note = note
 	return nil
+}
+
+// provenance says which earlier run each kept shape comes from: "S1, S2:
+// from the run of … (`…`); the other shapes from this run."
+func provenance(res *results) string {
+	var order []string
+	shapes := map[string][]string{}
+	add := func(name, from string) {
+		if from == "" {
+			return
+		}
+		if _, ok := shapes[from]; !ok {
+			order = append(order, from)
+		}
+		shapes[from] = append(shapes[from], name)
+	}
+	for _, sr := range res.Shapes {
+		if len(shapes[sr.From]) == 0 || shapes[sr.From][len(shapes[sr.From])-1] != sr.Shape.Name {
+			add(sr.Shape.Name, sr.From)
+		}
+	}
+	for _, mr := range res.Mesos {
+		add(mr.Shape.Name, mr.From)
+	}
+	if len(order) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, from := range order {
+		parts = append(parts, fmt.Sprintf("%s: from the run of %s", strings.Join(shapes[from], ", "), from))
+	}
+	return strings.Join(parts, "; ") + "; the other shapes from this run."
+}
+
+// runName is how the page names a run: its start and its command.
+func runName(r *results) string {
+	return fmt.Sprintf("%s (`%s`)", r.Started.UTC().Format("2006-01-02 15:04 UTC"), r.Command)
 }
 
 // mergeResults puts old's shapes that res lacks into res, and what only
@@ -53,6 +84,9 @@ func mergeResults(res, old *results) []string {
 	var shapes []*shapeResult
 	for _, sr := range old.Shapes {
 		if !measured[sr.Shape.Name] {
+			if sr.From == "" {
+				sr.From = runName(old)
+			}
 			shapes = append(shapes, sr)
 			if !slices.Contains(kept, sr.Shape.Name) {
 				kept = append(kept, sr.Shape.Name)
@@ -64,6 +98,9 @@ func mergeResults(res, old *results) []string {
 	var mesos []*mesosResult
 	for _, mr := range old.Mesos {
 		if !measured[mr.Shape.Name] {
+			if mr.From == "" {
+				mr.From = runName(old)
+			}
 			mesos, kept = append(mesos, mr), append(kept, mr.Shape.Name)
 		}
 	}

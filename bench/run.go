@@ -75,6 +75,9 @@ type shapeResult struct {
 	Perf     *perfFigures // the CPU, TCP and latency tests (the default fixture only)
 	// Run is what a run of the threshold shape (S5) measures besides.
 	Run *thresholdRun `json:",omitempty"`
+	// From names the earlier run the shape was kept from (-keep-others);
+	// empty for the run's own.
+	From string `json:",omitempty"`
 }
 
 // label is the shape's name in the tables, with the run's on the
