@@ -84,7 +84,7 @@ func mesosStanza(master, refresh, after string) string {
 type mesosResult struct {
 	Shape mesosShape
 	// From names the earlier run the shape was kept from (-keep-others).
-	From string `json:",omitempty"`
+	From  string `json:",omitempty"`
 	State stateFacts
 	// Memory is by target: mesosschema and file at rest after the state is
 	// loaded, the poller after the poll tests.
