@@ -353,15 +353,16 @@ func listerOf(lw *cache.ListWatch, plain bool) listerWatcher {
 // (the list took longer than the API server keeps one) is listed again
 // whole, as client-go's pager does.
 func paged(lw *cache.ListWatch) *cache.ListWatch {
-	out := *lw
-	out.ListFunc = nil
-	out.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		if o.Continue == "" { // a new list, not its next page
-			o.ResourceVersion, o.ResourceVersionMatch, o.Limit = "", "", listPageSize
-		}
-		return lw.ListWithContext(ctx, o)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			if o.Continue == "" { // a new list, not its next page
+				o.ResourceVersion, o.ResourceVersionMatch, o.Limit = "", "", listPageSize
+			}
+			return lw.ListWithContext(ctx, o)
+		},
+		WatchFuncWithContext: lw.WatchWithContext,
+		DisableChunking:      lw.DisableChunking,
 	}
-	return &out
 }
 
 // IsWatchListSemanticsUnSupported is what the reflector asks
