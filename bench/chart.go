@@ -42,7 +42,7 @@ func panels(res *results) []panel {
 	var groups []string
 	var perf *shapeResult
 	for _, sr := range res.Shapes {
-		groups = append(groups, sr.Shape.Name)
+		groups = append(groups, sr.short())
 		if sr.Perf != nil {
 			perf = sr
 		}
