@@ -108,7 +108,7 @@ soak: build tools deps ## run the reliability scenarios (Kubernetes: churn, forc
 # killed (the next run clears what a killed one left). E2EFLAGS: more flags
 # (go run ./test/e2e -h); -keep leaves the cluster up, and
 # `go run ./test/e2e -clean` removes it. SCALE=thresholds runs the relist
-# at S5, the Kubernetes scalability thresholds, instead (about an hour;
+# at S5, the Kubernetes scalability thresholds, instead (about 40 minutes;
 # docs/e2e-thresholds.md, and its table in docs/e2e.md); add
 # E2EFLAGS=-thresholds-scale=0.1 for a tenth of it.
 # (SCALE is the one bench, absorb and soak take; default here too.)
