@@ -242,7 +242,8 @@ type connState struct {
 	denied, logged    map[string]bool
 	checked, checking bool
 	recheck           func()
-	// plainLists counts the successful LIST calls (listerWatcher).
+	// plainLists counts the successful LISTs, whole or the last page of
+	// one (listerWatcher).
 	plainLists int
 }
 
@@ -278,7 +279,9 @@ func (s *connState) instrument(lw *cache.ListWatch) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			obj, err := lw.ListWithContext(ctx, o)
-			if err == nil {
+			// A paged list (paged) is listed once its last page is in: a
+			// relist is a relist, not as many as it has pages.
+			if err == nil && lastPage(obj) {
 				listed(listRV(obj))
 				s.mu.Lock()
 				s.plainLists++
@@ -382,6 +385,13 @@ var errEmptyWatch = errors.New("watch: the API server was not reached (connectio
 var emptyWatchType = reflect.TypeOf(watch.NewEmptyWatch())
 
 func isEmptyWatch(w watch.Interface) bool { return reflect.TypeOf(w) == emptyWatchType }
+
+// lastPage tells whether a LIST response is a whole list or the last page
+// of one: it has no continue token.
+func lastPage(obj runtime.Object) bool {
+	l, ok := obj.(metav1.ListInterface)
+	return !ok || l.GetContinue() == ""
+}
 
 func listRV(obj runtime.Object) string {
 	if l, ok := obj.(metav1.ListInterface); ok {

@@ -157,3 +157,24 @@ func TestPagedListsArePages(t *testing.T) {
 		t.Error("listerOf: a streamed resource must take the watch-list, a plain one must not")
 	}
 }
+
+// TestPagedListCountsOnce: a list read in pages is one list (and a later
+// one one relist), counted when its last page is in, not a list per page.
+func TestPagedListCountsOnce(t *testing.T) {
+	pages := []string{"p2", "p3", ""}
+	n := 0
+	s := newConnState(Services)
+	lw := paged(s.instrument(&cache.ListWatch{ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+		l := &metav1.List{ListMeta: metav1.ListMeta{ResourceVersion: "7", Continue: pages[n%len(pages)]}}
+		n++
+		return l, nil
+	}}))
+	for i := range 6 { // two lists of three pages
+		if _, err := lw.ListWithContext(context.Background(), metav1.ListOptions{Continue: pages[(i+2)%3]}); err != nil {
+			t.Fatal(err)
+		}
+		if want := (i + 1) / 3; s.plainLists != want {
+			t.Fatalf("after page %d: %d lists counted, want %d", i+1, s.plainLists, want)
+		}
+	}
+}
