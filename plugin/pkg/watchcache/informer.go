@@ -343,22 +343,29 @@ func listerOf(lw *cache.ListWatch, plain bool) listerWatcher {
 	return listerWatcher{ListWatch: lw, plain: plain}
 }
 
-// paged turns the reflector's LISTs, at resourceVersion "0" (any version)
-// on the first list and at the last one it saw on a relist, both of which
-// the API server answers from its watch cache in one response whatever the
-// limit, into consistent reads (no older than either) of listPageSize
-// objects a page, which it answers in pages (from its cache's snapshot
-// since Kubernetes 1.34, else from etcd): a relist then holds one page of the
-// response at a time besides the objects, not the whole response. At the
+// paged turns the reflector's relists, at the last resourceVersion it
+// saw, which the API server answers from its watch cache in one response
+// whatever the limit, into consistent reads (no older than it) of
+// listPageSize objects a page, which it answers in pages (from its cache's
+// snapshot since Kubernetes 1.34, else from etcd): a relist then holds one
+// page of the response at a time besides the cache it still has. At the
 // thresholds (S5: 10,600 EndpointSlices, 180,000 endpoints) the response
-// held whole was some 40 MiB of heap on top of a 67 MiB steady heap
-// during a forced relist. A relist whose continue token has expired
-// (the list took longer than the API server keeps one) is listed again
-// whole, as client-go's pager does.
+// held whole was some 40 MiB of heap on a 67 MiB steady one during a forced
+// relist (relist peak 1.37 x steady RSS; paged, 1.23 x). The first list,
+// at resourceVersion "0", stays whole: nothing else is held then, and it
+// is the faster start (S5: 0.9 s to the first complete answer, against 1.07
+// s paged). A relist whose continue token has expired (it took longer
+// than the API server keeps one) is listed again whole, as client-go's
+// pager does.
 func paged(lw *cache.ListWatch) *cache.ListWatch {
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			if o.Continue == "" { // a new list, not its next page
+			switch {
+			case o.Continue != "": // the next page of a list
+				if o.Limit == 0 {
+					o.Limit = listPageSize
+				}
+			case o.ResourceVersion != "0": // a relist
 				o.ResourceVersion, o.ResourceVersionMatch, o.Limit = "", "", listPageSize
 			}
 			return lw.ListWithContext(ctx, o)

@@ -126,10 +126,11 @@ func TestRelistReusesUnchanged(t *testing.T) {
 	}
 }
 
-// TestPagedListsArePages: every new LIST of a plain resource is a
-// consistent read of listPageSize objects, whatever resourceVersion the
-// reflector asked (its "0" and its last-seen one are both answered whole
-// from the API server's watch cache); the next pages go as the pager asks.
+// TestPagedListsArePages: a relist of a plain resource is a consistent
+// read of listPageSize objects a page, whatever resourceVersion the
+// reflector asked (the last one it saw, answered whole from the API
+// server's watch cache otherwise); its next pages keep the page size; the
+// first list, at resourceVersion "0", stays whole.
 func TestPagedListsArePages(t *testing.T) {
 	var got []metav1.ListOptions
 	lw := paged(&cache.ListWatch{ListWithContextFunc: func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -140,15 +141,18 @@ func TestPagedListsArePages(t *testing.T) {
 		{ResourceVersion: "0", Limit: 500},
 		{ResourceVersion: "352719"},
 		{ResourceVersion: "352719", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Limit: 500},
+		{ResourceVersion: ""},
 		{Continue: "token", Limit: 500},
+		{Continue: "token"},
 	} {
 		if _, err := lw.ListWithContext(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	want := []metav1.ListOptions{
+		{ResourceVersion: "0", Limit: 500},
 		{Limit: listPageSize}, {Limit: listPageSize}, {Limit: listPageSize},
-		{Continue: "token", Limit: 500},
+		{Continue: "token", Limit: 500}, {Continue: "token", Limit: listPageSize},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("lists asked:\n%+v\nwant\n%+v", got, want)
