@@ -36,13 +36,15 @@ func outer(o options) error {
 	if os.Geteuid() != 0 {
 		return errors.New("make e2e runs a kubelet and containerd: run it as root")
 	}
+	if err := refuseOverKept(); err != nil {
+		return err
+	}
 	if err := cleanHost(); err != nil {
 		return fmt.Errorf("clear an earlier run: %w", err)
 	}
 	runErr := runInner(o)
 	if o.keep {
-		fmt.Println("e2e: the cluster is left as it is (-keep); remove it with: bin/e2e -clean")
-		return runErr
+		return errors.Join(runErr, announceKept())
 	}
 	return errors.Join(runErr, cleanHost())
 }
@@ -64,6 +66,12 @@ func runInner(o options) error {
 	cmd.Env = append(os.Environ(), innerEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if o.keep {
+		// A session of its own, with no terminal: the kept cluster's
+		// processes are all below it, and a hangup of ours reaches none.
+		// Our signals are passed on below.
+		cmd.SysProcAttr.Setsid = true
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start the inner run: %w", err)
 	}
@@ -166,8 +174,7 @@ func anyExists(pids map[int]bool) bool {
 
 // runProcesses lists the PIDs that belong to a run.
 func runProcesses() []int {
-	nodeNet := nsID(netnsPath)
-	inCgroup := cgroupProcs()
+	match := runMatcher()
 	self := os.Getpid()
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
@@ -176,15 +183,26 @@ func runProcesses() []int {
 		if err != nil || pid == self || pid == 1 {
 			continue
 		}
-		dir := "/proc/" + e.Name()
-		switch {
-		case nodeNet != "" && nsID(dir+"/ns/net") == nodeNet,
-			inCgroup[pid],
-			cmdlineNames(dir, stateDir):
+		if match(pid) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// runMatcher tells whether a process belongs to a run: it is in the node's
+// network namespace (the control plane, containerd, its shims, kubelet,
+// host-network pods), in the pods' cgroups, or its command line names the
+// state directory.
+func runMatcher() func(pid int) bool {
+	nodeNet := nsID(netnsPath)
+	inCgroup := cgroupProcs()
+	return func(pid int) bool {
+		dir := "/proc/" + strconv.Itoa(pid)
+		return nodeNet != "" && nsID(dir+"/ns/net") == nodeNet ||
+			inCgroup[pid] ||
+			cmdlineNames(dir, stateDir)
+	}
 }
 
 // nsID identifies a namespace by its link target (net:[inode]), or "".

@@ -100,7 +100,7 @@ func (e *e2e) run(ctx context.Context) error {
 		cfg = thresholdsCluster
 	}
 	var err error
-	e.n, err = startNode(ctx, cfg, e.logf)
+	e.n, err = startNode(ctx, cfg, e.o.keep, e.logf)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,8 @@
 // and nothing routes out; upstream names go to a stub DNS server inside it.
 // The process runs twice: the outer one (on the host) clears what an
 // earlier run left, creates the namespace and runs itself inside it with
-// nsenter, then clears everything again, whatever the inner run did. The
+// nsenter, then clears everything again, whatever the inner run did
+// (unless -keep, which leaves the cluster running: keep.go). The
 // inner one (in the namespace, with the host's mounts, which kubelet and
 // containerd must share) starts the cluster and runs the checks.
 package main
@@ -34,7 +35,7 @@ type options struct {
 	image     string // our image tarball (make image)
 	imageRef  string // its name in the runtime
 	out       string // the report, Markdown; JSON beside it
-	keep      bool   // leave the cluster as it is at the end (no cleanup)
+	keep      bool   // leave the cluster running at the end (keep.go)
 	relistSvc int    // headless services of the S2 shape for the relist check
 	// scale is "default" (the checks of docs/e2e.md) or "thresholds" (the
 	// relist at S5, thresholds.go).
@@ -61,13 +62,13 @@ func parseFlags() options {
 	flag.StringVar(&o.image, "image", "bin/schemadns-coredns.tar", "our image tarball, from make image")
 	flag.StringVar(&o.imageRef, "image-ref", "", "our image's name (default: read from the tarball)")
 	flag.StringVar(&o.out, "out", "", "the report (Markdown; the figures as JSON beside it); default docs/e2e.md, docs/e2e-thresholds.md with -scale thresholds")
-	flag.BoolVar(&o.keep, "keep", false, "leave the cluster as it is at the end, even after a failure, for a look around (remove it with: bin/e2e -clean)")
+	flag.BoolVar(&o.keep, "keep", false, "leave the cluster running at the end, even after a failure, for a look around: the run prints how to reach it; bin/e2e -clean stops and removes it, and no new run starts until then")
 	flag.IntVar(&o.relistSvc, "relist-services", 10000, "headless services × 10 endpoints (the S2 shape) loaded for the forced-relist check")
 	flag.StringVar(&o.scale, "scale", scaleDefault, "default: the checks of docs/e2e.md; thresholds: the relist of each DNS server at S5, the Kubernetes scalability thresholds (docs/e2e-thresholds.md)")
 	flag.Float64Var(&o.thresholdsScale, "thresholds-scale", 1, "with -scale thresholds: S5's services and pods times this (0.1 for a quick run)")
 	flag.StringVar(&o.summary, "summary", "docs/e2e.md", "with -scale thresholds: the default run's report, whose thresholds section the run replaces")
 	flag.DurationVar(&o.deadline, "deadline", 0, "stop the run, and clean up, after this long (default: none; 150m with -scale thresholds)")
-	clean := flag.Bool("clean", false, "only remove what an earlier run left behind")
+	cleanOnly := flag.Bool("clean", false, "only stop and remove what an earlier run left behind: a cluster kept by -keep, or what a killed run left")
 	flag.Parse()
 	switch o.scale {
 	case scaleDefault:
@@ -89,8 +90,8 @@ func parseFlags() options {
 			o.out = "docs/e2e-thresholds.md"
 		}
 	}
-	if *clean {
-		if err := cleanHost(); err != nil {
+	if *cleanOnly {
+		if err := clean(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			os.Exit(1)
 		}

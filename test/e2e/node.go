@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +56,7 @@ func auditLog() string { return path("logs", "audit.log") }
 // node is the running cluster: control plane, runtime, kubelet, kube-proxy.
 type node struct {
 	cfg        clusterConfig
+	detach     bool // -keep: the daemons outlive the runner (keep.go)
 	api        *kubeapi.Cluster
 	tools      string // the tools directory of hack/tools.sh
 	kubectl    string
@@ -101,9 +103,10 @@ func setupNetwork() error {
 	return nil
 }
 
-// startNode starts the whole cluster and returns once the node is Ready.
-func startNode(ctx context.Context, cfg clusterConfig, logf func(string, ...any)) (*node, error) {
-	n := &node{cfg: cfg, logDir: path("logs")}
+// startNode starts the whole cluster and returns once the node is Ready;
+// detach (-keep) leaves it running after the runner.
+func startNode(ctx context.Context, cfg clusterConfig, detach bool, logf func(string, ...any)) (*node, error) {
+	n := &node{cfg: cfg, detach: detach, logDir: path("logs")}
 	if err := os.MkdirAll(n.logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -144,8 +147,13 @@ func (n *node) findTools(ctx context.Context) error {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	n.tools = lines[len(lines)-1]
-	n.kubectl, err = n.tool("kubectl")
-	return err
+	if n.kubectl, err = n.tool("kubectl"); err != nil {
+		return err
+	}
+	if n.detach {
+		return linkKubectl(n.kubectl)
+	}
+	return nil
 }
 
 // tool returns the path of a binary hack/tools.sh built (name-VERSION).
@@ -160,9 +168,15 @@ func (n *node) tool(name string) (string, error) {
 // startAPI starts etcd and kube-apiserver on the node's address, with the
 // Service range inside the namespace and the admission a cluster has.
 func (n *node) startAPI(ctx context.Context) error {
-	log, err := os.Create(filepath.Join(n.logDir, "kubeapi.log"))
-	if err != nil {
-		return err
+	// Both servers' output; with -keep each writes a log of its own
+	// (detachedLauncher).
+	var log io.Writer = io.Discard
+	if !n.detach {
+		f, err := os.Create(filepath.Join(n.logDir, "kubeapi.log"))
+		if err != nil {
+			return err
+		}
+		log = f
 	}
 	flags := []string{
 		"--service-cluster-ip-range=" + n.cfg.serviceCIDRs,
@@ -177,7 +191,7 @@ func (n *node) startAPI(ctx context.Context) error {
 		}
 		flags = append(flags, "--audit-policy-file="+policy, "--audit-log-path="+auditLog(), "--audit-log-format=json")
 	}
-	n.api, err = kubeapi.Start(ctx, kubeapi.Options{
+	opts := kubeapi.Options{
 		ToolsDir: n.tools,
 		WorkDir:  path("kubeapi"),
 		Log:      log,
@@ -188,7 +202,17 @@ func (n *node) startAPI(ctx context.Context) error {
 		// Pods get ServiceAccount tokens, as in any cluster.
 		ServiceAccountAdmission: true,
 		APIServerFlags:          flags,
-	})
+	}
+	var err error
+	if n.detach {
+		if opts.EtcdBinary, err = n.launcher("etcd"); err != nil {
+			return err
+		}
+		if opts.APIServerBinary, err = n.launcher("kube-apiserver"); err != nil {
+			return err
+		}
+	}
+	n.api, err = kubeapi.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -457,13 +481,32 @@ func (n *node) stop() {
 	}
 }
 
-// start starts a daemon with its log in logDir.
+// launcher returns the detached launcher of a tool kubeapi starts.
+func (n *node) launcher(name string) (string, error) {
+	bin, err := n.tool(name)
+	if err != nil {
+		return "", err
+	}
+	return detachedLauncher(name, bin)
+}
+
+// start starts a daemon with its log in logDir: detached, and recorded in
+// keptPIDs, with -keep.
 func (n *node) start(name, bin string, args ...string) (*daemon, error) {
-	d, err := startDaemon(name, filepath.Join(n.logDir, name+".log"), bin, args...)
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if n.detach {
+		attr = detachedAttr()
+	}
+	d, err := startDaemon(name, filepath.Join(n.logDir, name+".log"), attr, bin, args...)
 	if err != nil {
 		return nil, err
 	}
 	n.daemons = append(n.daemons, d)
+	if n.detach {
+		if err := recordKept(d.cmd.Process.Pid, name); err != nil {
+			return d, err
+		}
+	}
 	return d, nil
 }
 
@@ -475,8 +518,10 @@ type daemon struct {
 	err  error
 }
 
-// startDaemon starts bin in a process group of its own, dying with us.
-func startDaemon(name, logPath, bin string, args ...string) (*daemon, error) {
+// startDaemon starts bin with attr: a process group of its own that dies
+// with us, or a session of its own (detachedAttr). Either way stop reaches
+// the group it leads.
+func startDaemon(name, logPath string, attr *syscall.SysProcAttr, bin string, args ...string) (*daemon, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -484,7 +529,7 @@ func startDaemon(name, logPath, bin string, args ...string) (*daemon, error) {
 	defer f.Close()
 	d := &daemon{name: name, cmd: exec.Command(bin, args...), done: make(chan struct{})}
 	d.cmd.Stdout, d.cmd.Stderr = f, f
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	d.cmd.SysProcAttr = attr
 	if err := d.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
