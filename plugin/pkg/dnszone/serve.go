@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,11 @@ func (srv *Server) Snapshot() *Snapshot { return srv.snap.Load() }
 // Ready implements ready.Readiness: ready once the first snapshot from a
 // synced cache is being served.
 func (srv *Server) Ready() bool { return srv.snap.Load() != nil }
+
+// ServedZones are the zones the plugin answers from its snapshot, forward
+// and reverse: the cluster zones that clusterfirst keeps serving under
+// overload when its stanza names none. A copy: the caller may keep it.
+func (srv *Server) ServedZones() []string { return slices.Clone(srv.Zones) }
 
 // Query is one question being answered.
 type Query struct {
