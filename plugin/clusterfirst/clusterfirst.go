@@ -1,0 +1,100 @@
+// Package clusterfirst keeps the cluster's own names answered when the
+// server is overloaded: it watches how long goroutines wait to run (the
+// queue a UDP query waits in before any plugin sees it), and while that
+// wait is over a target it drops UDP queries for names outside the
+// cluster zones, which the chain would send to a slower upstream; past a
+// higher bound it drops every UDP query until the queue drains.
+package clusterfirst
+
+import (
+	"context"
+	"net"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metrics"
+	"github.com/miekg/dns"
+	ot "github.com/opentracing/opentracing-go"
+	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
+)
+
+// Clusterfirst is the plugin handler.
+type Clusterfirst struct {
+	Next plugin.Handler
+	// Zones are the cluster zones, lower case: from the stanza, or else
+	// those the block's schema plugins serve, found at startup (before
+	// the server takes queries).
+	Zones []string
+
+	// signal says how hard to shed: the sampler, or a fixed level in tests.
+	signal overload
+	// sampler measures the queue delay; started and stopped with the server.
+	sampler *sampler
+}
+
+// overload is where the handler reads the level from.
+type overload interface{ Level() level }
+
+// Name implements plugin.Handler.
+func (cf *Clusterfirst) Name() string { return pluginName }
+
+// ServeDNS implements plugin.Handler. Unloaded, it costs an atomic load.
+func (cf *Clusterfirst) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	l := cf.signal.Level()
+	// TCP is never shed: its client waits on a connection rather than
+	// retrying after a timeout, and a TCP query has already cost a
+	// handshake, so dropping it would save little and stall much.
+	if l == shedNothing || !isUDP(w) {
+		return cf.next(ctx, w, r)
+	}
+	cluster := cf.inCluster(r)
+	if cluster && l == shedOther {
+		return cf.next(ctx, w, r)
+	}
+	dropped.WithLabelValues(metrics.WithServer(ctx), class(cluster)).Inc()
+	// A silent drop, as stock's shed makes them: nothing written, and an
+	// rcode plugin.ClientWrite takes for written, so that dnsserver
+	// writes no SERVFAIL either. The client times out and retries.
+	return dns.RcodeSuccess, nil
+}
+
+// next passes the query on. plugin.NextOrFailure would allocate a writer
+// that tells a metrics.Recorder further out which plugin answered (this
+// early in the chain there is none: prometheus comes after), and a span
+// when tracing; when neither applies the call is direct, so that the
+// unloaded path allocates nothing.
+func (cf *Clusterfirst) next(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	if _, tracked := w.(plugin.PluginTracker); tracked || cf.Next == nil || ot.SpanFromContext(ctx) != nil {
+		return plugin.NextOrFailure(pluginName, cf.Next, ctx, w, r)
+	}
+	return cf.Next.ServeDNS(ctx, w, r)
+}
+
+// inCluster tells whether the question is in a cluster zone, without
+// allocating (plugin.Zones.Matches splits names into label slices).
+func (cf *Clusterfirst) inCluster(r *dns.Msg) bool {
+	if len(r.Question) != 1 {
+		return false
+	}
+	name := r.Question[0].Name
+	for _, z := range cf.Zones {
+		if _, ok := dnsname.TrimZone(name, z); ok || z == "." {
+			return true
+		}
+	}
+	return false
+}
+
+// isUDP: the query came over UDP. Setup allows plain DNS blocks only,
+// so a UDP address is not DNS over QUIC.
+func isUDP(w dns.ResponseWriter) bool {
+	_, udp := w.RemoteAddr().(*net.UDPAddr)
+	return udp
+}
+
+// class is the class label of a drop.
+func class(cluster bool) string {
+	if cluster {
+		return classCluster
+	}
+	return classOther
+}

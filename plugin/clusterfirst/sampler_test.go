@@ -1,0 +1,213 @@
+package clusterfirst
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+var inf = math.Inf(1)
+
+func TestQuantile(t *testing.T) {
+	// Buckets of 1 ms from 0 to 4 ms, open below and above, as
+	// runtime/metrics makes them: counts[0] is below 0, counts[5] from 4 ms.
+	buckets := []float64{-inf, 0, 0.001, 0.002, 0.003, 0.004, inf}
+	tests := []struct {
+		name         string
+		q            float64
+		older, newer []uint64
+		buckets      []float64
+		want         float64
+	}{
+		{name: "nothing recorded", q: 0.9, older: []uint64{0, 5, 5, 0, 0, 0}, newer: []uint64{0, 5, 5, 0, 0, 0}, buckets: buckets, want: 0},
+		{name: "all zero", q: 0.9, older: make([]uint64, 6), newer: make([]uint64, 6), buckets: buckets, want: 0},
+		// 10 latencies in [1 ms, 2 ms): the 9th of 10 is 0.9 of the way up.
+		{name: "one bucket", q: 0.9, older: []uint64{0, 0, 0, 0, 0, 0}, newer: []uint64{0, 0, 10, 0, 0, 0}, buckets: buckets, want: 0.0019},
+		// Only the window's growth counts: 100 old latencies at 0-1 ms are gone.
+		{name: "delta only", q: 0.9, older: []uint64{0, 100, 0, 0, 0, 0}, newer: []uint64{0, 100, 10, 0, 0, 0}, buckets: buckets, want: 0.0019},
+		// 9 fast, 1 slow: the 9th is the last of the fast bucket.
+		{name: "rank at a bucket's end", q: 0.9, older: make([]uint64, 6), newer: []uint64{0, 9, 0, 0, 1, 0}, buckets: buckets, want: 0.001},
+		// 8 fast, 2 slow: the 9th is halfway into the slow bucket.
+		{name: "rank inside a later bucket", q: 0.9, older: make([]uint64, 6), newer: []uint64{0, 8, 0, 0, 2, 0}, buckets: buckets, want: 0.0035},
+		{name: "median", q: 0.5, older: make([]uint64, 6), newer: []uint64{0, 2, 2, 2, 2, 2}, buckets: buckets, want: 0.0025},
+		{name: "empty buckets skipped", q: 0.9, older: []uint64{0, 3, 0, 0, 0, 0}, newer: []uint64{0, 3, 0, 4, 0, 0}, buckets: buckets, want: 0.0029},
+		// The open buckets give their finite bound.
+		{name: "+Inf bucket", q: 0.9, older: make([]uint64, 6), newer: []uint64{0, 1, 0, 0, 0, 9}, buckets: buckets, want: 0.004},
+		{name: "-Inf bucket", q: 0.9, older: make([]uint64, 6), newer: []uint64{10, 0, 0, 0, 0, 0}, buckets: buckets, want: 0},
+		{name: "-Inf bucket with a finite top", q: 0.5, older: []uint64{0, 0}, newer: []uint64{4, 0}, buckets: []float64{-inf, 0.5, inf}, want: 0.5},
+		{name: "one bucket, open both ways", q: 0.9, older: []uint64{0}, newer: []uint64{7}, buckets: []float64{-inf, inf}, want: 0},
+		{name: "one sample", q: 0.9, older: make([]uint64, 6), newer: []uint64{0, 0, 0, 1, 0, 0}, buckets: buckets, want: 0.0029},
+		// A count that fell (not possible in one process) counts as none.
+		{name: "count fell", q: 0.9, older: []uint64{0, 5, 0, 0, 0, 0}, newer: []uint64{0, 0, 0, 10, 0, 0}, buckets: buckets, want: 0.0029},
+		{name: "lengths differ", q: 0.9, older: []uint64{0, 0}, newer: []uint64{0, 0, 10, 0, 0, 0}, buckets: buckets, want: 0},
+		{name: "too few boundaries", q: 0.9, older: make([]uint64, 6), newer: []uint64{0, 0, 10, 0, 0, 0}, buckets: buckets[:6], want: 0},
+	}
+	for _, tc := range tests {
+		got := quantile(tc.q, tc.older, tc.newer, tc.buckets)
+		if math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s: %g, want %g", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestQuantileRuntimeBuckets: the runtime's own boundaries, -Inf, 0 and
+// then exponential with sub-buckets, up to +Inf.
+func TestQuantileRuntimeBuckets(t *testing.T) {
+	reads, err := readLatencies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := reads[0].Value.Float64Histogram()
+	b := hist.Buckets
+	if !math.IsInf(b[0], -1) || !math.IsInf(b[len(b)-1], 1) {
+		t.Fatalf("the runtime's buckets run from %g to %g: the tests assume -Inf to +Inf", b[0], b[len(b)-1])
+	}
+	older := make([]uint64, len(hist.Counts))
+	newer := make([]uint64, len(hist.Counts))
+	// 100 latencies in the bucket that holds 6 ms.
+	i, _ := slices.BinarySearch(b, 0.006)
+	i-- // the bucket whose lower bound is at most 6 ms
+	newer[i] = 100
+	got := quantile(delayQuantile, older, newer, b)
+	if got < b[i] || got >= b[i+1] || got < 0.005 || got > 0.007 {
+		t.Errorf("p90 %g, want in [%g, %g)", got, b[i], b[i+1])
+	}
+	if l := levelOf(time.Duration(got*float64(time.Second)), defaultTarget, defaultBound); l != shedOther {
+		t.Errorf("level %d at %g s, want 1", l, got)
+	}
+}
+
+func TestLevelOf(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		delay time.Duration
+		want  level
+	}{
+		{0, shedNothing}, {4999 * time.Microsecond, shedNothing},
+		{5 * ms, shedOther}, {9 * ms, shedOther},
+		{10 * ms, shedAll}, {time.Second, shedAll},
+	} {
+		if got := levelOf(tc.delay, 5*ms, 10*ms); got != tc.want {
+			t.Errorf("levelOf(%v) = %d, want %d", tc.delay, got, tc.want)
+		}
+	}
+}
+
+func TestHistory(t *testing.T) {
+	h := newHistory([]uint64{1, 1}, 3)
+	reads := [][]uint64{{2, 1}, {3, 1}, {4, 5}, {5, 9}}
+	// The oldest returned is two reads before the newest; before that, the first.
+	want := [][]uint64{{1, 1}, {1, 1}, {2, 1}, {3, 1}}
+	for i, r := range reads {
+		if got := h.add(r); !slices.Equal(got, want[i]) {
+			t.Errorf("read %d: oldest %v, want %v", i, got, want[i])
+		}
+	}
+	r := []uint64{6, 9}
+	h.add(r)
+	r[0] = 100 // the ring keeps a copy
+	if got := h.add([]uint64{7, 9}); !slices.Equal(got, []uint64{5, 9}) {
+		t.Errorf("oldest %v, want [5 9]", got)
+	}
+}
+
+// TestSamplerStartStop: the goroutine runs between start and stop, is
+// gone after stop, and a restart runs a new one; stop without start and a
+// second start are harmless.
+func TestSamplerStartStop(t *testing.T) {
+	before := runtime.NumGoroutine()
+	cf := &Clusterfirst{sampler: newSampler(defaultTarget, defaultBound)}
+	if err := cf.sampler.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := cf.sampler.start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cf.sampler.start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "ready", cf.Ready)
+		if n := runtime.NumGoroutine(); n > before+1 {
+			t.Errorf("%d goroutines running, want at most %d: one sampler", n, before+1)
+		}
+		done := cf.sampler.done
+		if err := cf.sampler.stop(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done:
+		default:
+			t.Fatal("stop returned before the goroutine")
+		}
+		if cf.Ready() || cf.sampler.Level() != shedNothing {
+			t.Errorf("stopped: ready %v, level %d", cf.Ready(), cf.sampler.Level())
+		}
+	}
+	waitFor(t, "the goroutines to settle", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+// TestSamplerStopRacesStart: start and stop from different goroutines.
+func TestSamplerStopRacesStart(t *testing.T) {
+	s := newSampler(defaultTarget, defaultBound)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { s.start() })
+		wg.Go(func() { s.stop() })
+	}
+	wg.Wait()
+	s.stop()
+	if s.quit != nil || s.running.Load() {
+		t.Error("still running after the last stop")
+	}
+}
+
+// TestSamplerSeesOverload: with one P and more work runnable than it
+// serves, goroutines wait in the run queue and the level climbs to 2;
+// once the work stops it falls back to 0.
+func TestSamplerSeesOverload(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads the scheduler for a second")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := newSampler(defaultTarget, defaultBound)
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.stop()
+	// 100 goroutines that each run 200 µs and yield: each waits behind
+	// the other 99, some 20 ms, for its turn.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for start := time.Now(); time.Since(start) < 200*time.Microsecond; {
+				}
+				runtime.Gosched()
+			}
+		})
+	}
+	waitFor(t, "level 2", func() bool { return s.Level() == shedAll })
+	close(stop)
+	wg.Wait()
+	waitFor(t, "level 0", func() bool { return s.Level() == shedNothing })
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
