@@ -6,12 +6,12 @@ BIN     := bin/coredns
 # Integration tests start a real kube-apiserver; give slow machines room.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build image generate tools deps test lint run run-mesos help fuzz e2e
+.PHONY: all build image generate tools deps test lint run run-mesos help fuzz e2e e2e-clean
 
 all: build
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## build bin/coredns from plugin.cfg
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./coredns
@@ -106,8 +106,10 @@ soak: build tools deps ## run the reliability scenarios (Kubernetes: churn, forc
 # image in pods, deploy/ applied as shipped, the upgrade from stock CoreDNS.
 # Needs root. A run removes everything it made, even when it fails or is
 # killed (the next run clears what a killed one left). E2EFLAGS: more flags
-# (go run ./test/e2e -h); -keep leaves the cluster up, and
-# `go run ./test/e2e -clean` removes it. SCALE=thresholds runs the relist
+# (go run ./test/e2e -h); -keep leaves the cluster running for a look
+# around and prints how to reach it (add -out /tmp/e2e.md to leave
+# docs/e2e.md as it is); no run starts over a kept cluster until
+# `make e2e-clean` stops and removes it. SCALE=thresholds runs the relist
 # at S5, the Kubernetes scalability thresholds, instead (about 40 minutes;
 # docs/e2e-thresholds.md, and its table in docs/e2e.md); add
 # E2EFLAGS=-thresholds-scale=0.1 for a tenth of it.
@@ -118,3 +120,7 @@ e2e: image ## run deploy/ in a real one-node cluster (as root); writes docs/e2e.
 	hack/tools.sh e2e >/dev/null
 	$(GO) build -o bin/e2e ./test/e2e
 	bin/e2e -image $(IMAGE_TAR) -scale $(SCALE) $(E2EFLAGS)
+
+e2e-clean: ## stop and remove what make e2e left: a cluster kept by E2EFLAGS=-keep, or what a killed run left (as root)
+	$(GO) build -o bin/e2e ./test/e2e
+	bin/e2e -clean
