@@ -55,7 +55,7 @@ type step struct {
 }
 
 func newReport() *report {
-	return &report{title: "A real cluster: what `make e2e` proved", command: "make e2e", intro: clusterDescription,
+	return &report{title: "A real cluster: what `make e2e` proved", command: "make e2e", intro: clusterDescription + keepUsage,
 		Started: time.Now().UTC()}
 }
 
@@ -238,4 +238,20 @@ shipped, through a kustomization that changes only the image tag and the
 kube-dns address (and, for the node-local overlay, that address in its
 Corefile). Stock CoreDNS is kubeadm's addon (its Corefile, with the stock
 ` + "`kubernetes`" + ` plugin) run by the same binary.
+`
+
+// keepUsage tells how to keep the cluster for a look around (keep.go), on
+// the default run's page.
+const keepUsage = `
+To look around in the cluster, run ` + "`make e2e E2EFLAGS=-keep`" + ` (or
+` + "`E2EFLAGS='-keep -out /tmp/e2e.md'`" + ` to leave this page as it is): the
+cluster stays up after the run, even a failed one, every process of it,
+pods included, and the run ends by printing its kubeconfig and how to
+reach it, through its network namespace:
+` + "`nsenter --net=" + netnsPath + " " + stateDir + "/bin/kubectl --kubeconfig " + stateDir + "/kubeapi/kubeconfig get pods -A`" + `.
+The processes' PIDs are in ` + "`" + stateDir + "/kept.pids`" + `, their
+logs in ` + "`" + stateDir + "/logs`" + `; the stub DNS server stops with the
+run. No new run starts while a kept cluster runs: ` + "`make e2e-clean`" + `
+(` + "`bin/e2e -clean`" + `) stops it and removes it all, the namespace, the
+mounts, the cgroups and the state directory.
 `

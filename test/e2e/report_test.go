@@ -46,3 +46,15 @@ func TestThresholdsSection(t *testing.T) {
 		t.Fatalf("a default run dropped the thresholds section:\n%s", again)
 	}
 }
+
+// TestKeepUsageOnPage: the committed page says what a run would write
+// about -keep, so that the usage is there before the next run.
+func TestKeepUsageOnPage(t *testing.T) {
+	page, err := os.ReadFile("../../docs/e2e.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), keepUsage) {
+		t.Errorf("docs/e2e.md lacks the -keep usage of keepUsage (report.go):\n%s", keepUsage)
+	}
+}
