@@ -64,6 +64,9 @@ func readmeQueries() map[string][]readmeQuery {
 			// cluster_id clustera.
 			{"dns-version." + clustersetZone, dns.TypeTXT, answer(rrLine("dns-version."+clustersetZone, "TXT", `"1.0.0"`))},
 		},
+		// Unloaded, clusterfirst passes every query on: its zones found
+		// at startup (kubeschema's, the reverse ones too), then given.
+		"../plugin/clusterfirst/README.md": {apiPTR, {apiName, dns.TypeA, answer(rrLine(apiName, "A", apiIP))}},
 		"../plugin/edns0autopath/README.md": {
 			autopath(clusterZone),
 			// cluster_suffix cluster.example.

@@ -68,8 +68,11 @@ func TestSupersetOfStock(t *testing.T) {
 	if !slices.Equal(stockInOurs, stock) {
 		t.Errorf("stock's directives in plugin.cfg, in its order:\n%v\nstock's plugin.cfg:\n%v", stockInOurs, stock)
 	}
-	// Ours, each right before the directive the README puts it at.
+	// Ours, each right before the directive the README puts it at
+	// (clusterfirst also right after shed).
 	for _, at := range []struct{ ours, before string }{
+		{"shed", "clusterfirst"},
+		{"clusterfirst", "prometheus"},
 		{"edns0autopath", "autopath"},
 		{"kubeschema", "multicluster"},
 		{"multicluster", "mesosschema"},

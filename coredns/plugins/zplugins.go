@@ -67,6 +67,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/tsig"
 	_ "github.com/coredns/coredns/plugin/view"
 	_ "github.com/coredns/coredns/plugin/whoami"
+	_ "github.com/schemadns/schemadns/plugin/clusterfirst"
 	_ "github.com/schemadns/schemadns/plugin/edns0autopath"
 	_ "github.com/schemadns/schemadns/plugin/gensearchpath"
 	_ "github.com/schemadns/schemadns/plugin/k8sexternal"
@@ -98,6 +99,7 @@ var Directives = []string{
 	"health",
 	"pprof",
 	"shed",
+	"clusterfirst",
 	"prometheus",
 	"errors",
 	"log",
