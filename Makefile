@@ -88,6 +88,20 @@ ABSORBFLAGS ?=
 absorb: build ## measure the EndpointSlice updates/s each server absorbs on one core, from an in-process fake API server; writes docs/absorption.md (SCALE=small: quick)
 	cd bench && GOWORK=off $(GO) run ./absorb -scale $(SCALE) $(if $(SHAPES),-shapes $(SHAPES)) $(ABSORBFLAGS)
 
+# The overload measurement of docs/overload.md (its summary goes into
+# docs/benchmarks.md): ours (deploy/base's Corefile, with and without
+# clusterfirst) and stock CoreDNS (kubeadm's Corefile, alone and with
+# shed) on bench's S1 in a real API server, at 0.5, 1, 2 and 4 times ours's
+# saturation rate, cluster names and external names to a stub upstream
+# that answers after 200 ms or never; then GOMAXPROCS 1 and 2 with and
+# without multisocket (about 20 minutes on two cores; SCALE=small: 1x and
+# 2x, the slow upstream, a tenth of S1, a few minutes).
+# OVERLOADFLAGS: more flags (cd bench && go run ./overload -h).
+OVERLOADFLAGS ?=
+.PHONY: overload
+overload: build tools ## measure ours and stock past saturation (S1, cluster names + external names to a slow or silent upstream); writes docs/overload.md and its summary in docs/benchmarks.md (SCALE=small: quick)
+	cd bench && GOWORK=off $(GO) run ./overload -scale $(SCALE) $(OVERLOADFLAGS)
+
 # The soak: the scenarios of docs/reliability.md, at SCALE
 # default (2,000 headless services × 10 endpoints, 1,000 ClusterIP; under
 # 20 minutes on two cores; then the Mesos scenarios on 3,000 tasks, about

@@ -23,8 +23,10 @@ func writeReport(cfg *config, res *results) error {
 	if err != nil {
 		return err
 	}
+	// make overload's summary, if the page has one, is carried over.
+	old, _ := os.ReadFile(filepath.Join(cfg.OutDir, "benchmarks.md"))
 	files := map[string][]byte{
-		"benchmarks.md":   []byte(markdown(res)),
+		"benchmarks.md":   []byte(toolreport.OverloadSummary.Carry(string(old), markdown(res))),
 		"benchmarks.json": append(raw, '\n'),
 	}
 	if len(res.Shapes) > 0 { // the chart is the cluster shapes'; a Mesos-only run leaves it as it was

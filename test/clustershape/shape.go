@@ -96,6 +96,22 @@ func S5() Shape {
 	}
 }
 
+// S1 is bench's ClusterIP-heavy shape: 10,000 services in 100 namespaces
+// of 100, a tenth of them headless, 10 endpoints each, no pods.
+func S1() Shape {
+	return Shape{
+		Name:                    "s1",
+		Seed:                    1,
+		Namespaces:              100,
+		Services:                10000,
+		MaxServicesPerNamespace: 100,
+		Headless:                0.10,
+		MinEndpoints:            10,
+		MaxEndpoints:            10,
+		SchedulerName:           "clustershape-unscheduled",
+	}
+}
+
 // Scaled is the shape with its services and pods multiplied by f (0.1 is
 // a tenth of S5, for a quick run); namespaces, the mix and the endpoints
 // per service stay.

@@ -137,3 +137,25 @@ func TestCheckGolden(t *testing.T) {
 		t.Errorf("a longer page: %v", err)
 	}
 }
+
+func TestSection(t *testing.T) {
+	s := NewSection("x", "make x")
+	page := "# Page\n\ntext\n"
+	once := s.Splice(page, "first\n")
+	if want := "# Page\n\ntext\n\n" + s.Begin + "\nfirst\n" + s.End + "\n"; once != want {
+		t.Fatalf("spliced at the end:\n%q\nwant\n%q", once, want)
+	}
+	twice := s.Splice(once+"after\n", "second\n")
+	if want := "# Page\n\ntext\n\n" + s.Begin + "\nsecond\n" + s.End + "\nafter\n"; twice != want {
+		t.Fatalf("spliced in place:\n%q\nwant\n%q", twice, want)
+	}
+	if got := s.Of(twice); got != s.Begin+"\nsecond\n"+s.End+"\n" {
+		t.Fatalf("Of: %q", got)
+	}
+	if got := s.Carry(twice, "# New page\n"); got != "# New page\n\n"+s.Of(twice) {
+		t.Fatalf("Carry: %q", got)
+	}
+	if got := s.Carry("# Old page without one\n", "# New\n"); got != "# New\n" {
+		t.Fatalf("Carry without a section: %q", got)
+	}
+}

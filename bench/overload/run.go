@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/test/clustershape"
+	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/test/toolreport"
+)
+
+// results are everything the report is written from (docs/overload.json).
+type results struct {
+	Started, Finished time.Time
+	Command           string
+	Note              string
+	Machine           toolreport.Machine
+	Shape             string
+	Servers           map[string]string // key → label
+	External          float64
+	Clients           int
+	Duration, Timeout string
+	Pinning           string
+	// Saturation is ours's saturation rate, q/s, and how it was found.
+	Saturation  int
+	Calibration []calibrationStep
+	Runs        []*runResult
+	Sockets     []*socketResult
+}
+
+// runResult is one server at one offered load against one upstream.
+type runResult struct {
+	Server, Upstream string
+	Multiple         float64
+	Rate             int
+	Load             *loadResult
+	P50, P90, P99    float64 // ms, answered cluster queries
+	Watch            watched
+	RSSBefore        int64
+	Recovery         float64 // seconds from the load's end
+	Crashed          string  `json:",omitempty"`
+	// The upstream's count of queries it received during the run.
+	UpstreamQueries int64
+	Shed            map[string]float64 `json:",omitempty"` // drop counters from the server's metrics
+}
+
+type calibrationStep struct {
+	Rate     int
+	Answered float64 // share of offered queries answered
+	P99      float64
+}
+
+func run(ctx context.Context, cfg *config, args []string) error {
+	if err := checkTools(); err != nil {
+		return err
+	}
+	var err error
+	if cfg.work, err = os.MkdirTemp("", "schemadns-overload-"); err != nil {
+		return err
+	}
+	if cfg.Keep {
+		logf("work directory (kept): %s", cfg.work)
+	} else {
+		defer os.RemoveAll(cfg.work)
+	}
+	res := &results{Started: time.Now(), Command: "make overload" + argsText(args), Note: cfg.Note,
+		Machine: toolreport.ReadMachine(cfg.CoreDNS), External: cfg.external, Clients: cfg.clients,
+		Duration: cfg.duration.String(), Timeout: cfg.timeout.String(), Servers: map[string]string{},
+		Pinning: fmt.Sprintf("server on CPU %d (GOMAXPROCS 1), the load, the stub upstream and the watch on CPU %d", cfg.serverCPU, cfg.clientCPU)}
+	for _, k := range cfg.servers {
+		res.Servers[k] = serverConfigs(cfg.Root)[k].Label
+	}
+	cluster, layout, err := startCluster(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	res.Shape = layout.Describe()
+	if err := setAffinity(os.Getpid(), strconv.Itoa(cfg.clientCPU)); err != nil {
+		return err
+	}
+	pool := newQueryPool(layout)
+	m := &measurer{cfg: cfg, pool: pool, probe: pool.names[0]}
+	if err := m.measureAll(ctx, res); err != nil {
+		return err
+	}
+	res.Finished = time.Now()
+	return writeReport(cfg, res)
+}
+
+// startCluster starts the API server and loads S1 into it.
+func startCluster(ctx context.Context, cfg *config) (*kubeapi.Cluster, *clustershape.Layout, error) {
+	log, err := os.Create(filepath.Join(cfg.work, "kubeapi.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := kubeapi.Start(ctx, kubeapi.Options{Log: log, ReadyTimeout: 5 * time.Minute})
+	if err != nil {
+		return nil, nil, err
+	}
+	shape := clustershape.S1()
+	if cfg.Scale == "small" {
+		shape = shape.Scaled(0.1)
+	}
+	l, err := shape.Layout()
+	if err == nil {
+		logf("loading %s", l.Describe())
+		_, err = clustershape.Load(ctx, c.RESTConfig(), l, clustershape.LoadOptions{Writers: cfg.Loaders,
+			Progress: func(p clustershape.Progress) { logf("  loading: %s", p) }, ProgressEvery: 30 * time.Second})
+	}
+	if err != nil {
+		c.Stop()
+		return nil, nil, err
+	}
+	cfg.kubeconfig = c.Kubeconfig
+	return c, l, nil
+}
+
+// queryPool's cluster names are every service's, shuffled with a fixed
+// seed; names is the same as text.
+func newQueryPool(l *clustershape.Layout) *queryPool {
+	p := &queryPool{}
+	n := l.Counts().Services
+	order := rand.New(rand.NewPCG(1, 31)).Perm(n)
+	for _, i := range order {
+		svc := l.Service(i)
+		if svc.Spec.Type == "ExternalName" {
+			continue
+		}
+		name := svc.Name + "." + svc.Namespace + ".svc.cluster.local."
+		p.names = append(p.names, name)
+		p.cluster = append(p.cluster, packQuery(name))
+	}
+	const ext = "x00000000.overload.test."
+	p.external = packQuery(ext)
+	p.counterAt = 13 // the header (12) and the label's length byte
+	return p
+}
+
+func packQuery(name string) []byte {
+	m := new(dns.Msg)
+	m.SetQuestion(name, dns.TypeA)
+	m.RecursionDesired = true
+	wire, err := m.Pack()
+	if err != nil {
+		panic(err) // names made here
+	}
+	return wire
+}
+
+// measurer runs the configurations.
+type measurer struct {
+	cfg   *config
+	pool  *queryPool
+	probe string // a cluster name: start-up and recovery probes
+}
+
+func (m *measurer) measureAll(ctx context.Context, res *results) error {
+	res.Saturation = m.cfg.saturation
+	if res.Saturation == 0 {
+		var err error
+		if res.Saturation, res.Calibration, err = m.calibrate(ctx); err != nil {
+			return err
+		}
+	}
+	logf("ours's saturation: %d q/s", res.Saturation)
+	for _, up := range m.cfg.upstreams {
+		st, err := startStub(up)
+		if err != nil {
+			return err
+		}
+		for _, mult := range m.cfg.multiples {
+			for _, key := range m.cfg.servers {
+				r, err := m.measure(ctx, key, st, up, mult, int(mult*float64(res.Saturation)))
+				if err != nil {
+					st.close()
+					return err
+				}
+				res.Runs = append(res.Runs, r)
+			}
+		}
+		st.close()
+	}
+	if m.cfg.sockets {
+		var err error
+		if res.Sockets, err = m.measureSockets(ctx, res.Saturation); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// calibrate ramps the load on ours (deploy/base, the slow upstream) by a
+// quarter each step until it answers fewer than 99% of the queries; its
+// saturation is the last rate it answered.
+func (m *measurer) calibrate(ctx context.Context) (int, []calibrationStep, error) {
+	st, err := startStub(upstreamSlow)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer st.close()
+	s, err := m.start(ctx, serverConfigs(m.cfg.Root)[keyOurs], "calibration", st, 0, strconv.Itoa(m.cfg.serverCPU))
+	if err != nil {
+		return 0, nil, err
+	}
+	defer stopServer(s)
+	return m.ramp(ctx, s, 5000)
+}
+
+// ramp raises the load on s by a quarter each step from rate until it
+// answers fewer than 99% of the queries offered, and gives the last rate
+// it answered.
+func (m *measurer) ramp(ctx context.Context, s *server, rate int) (int, []calibrationStep, error) {
+	var steps []calibrationStep
+	last := 0
+	for ; rate < 2_000_000; rate = rate * 5 / 4 {
+		r, err := runLoad(ctx, m.spec(s, rate, 3*time.Second))
+		if err != nil {
+			return 0, nil, err
+		}
+		share := float64(r.Answered[kindCluster]+r.Answered[kindExternal]) / float64(max(r.Offered, 1))
+		steps = append(steps, calibrationStep{Rate: rate, Answered: share, P99: r.latency.quantile(0.99)})
+		logf("  ramp: %d q/s offered, %.2f%% answered, p99 %.2f ms", rate, 100*share, r.latency.quantile(0.99))
+		if share < 0.99 {
+			break
+		}
+		last = rate
+	}
+	if last == 0 {
+		return 0, steps, fmt.Errorf("%s did not answer 99%% of the first step; see %s", s.Key, s.logPath)
+	}
+	return last, steps, nil
+}
+
+func (m *measurer) spec(s *server, rate int, d time.Duration) loadSpec {
+	return loadSpec{server: mustAddrPort(s.addr()), rate: rate, duration: d, external: m.cfg.external,
+		clients: m.cfg.clients, timeout: m.cfg.timeout, queries: m.pool}
+}
+
+// start runs a configuration and waits until it serves, then warms it
+// with a second of light load.
+func (m *measurer) start(ctx context.Context, sc serverConfig, tag string, st *stub, procs int, cpus string) (*server, error) {
+	s, err := startServer(m.cfg, sc, tag, st.addr(), procs, cpus)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitServing(ctx, m.probe, 2*time.Minute); err != nil {
+		stopServer(s)
+		return nil, err
+	}
+	if _, err := runLoad(ctx, m.spec(s, 2000, time.Second)); err != nil {
+		stopServer(s)
+		return nil, err
+	}
+	return s, nil
+}
+
+// stopServer kills the server at once: a graceful stop waits out the
+// lameduck, which measures nothing here.
+func stopServer(s *server) {
+	_ = syscall.Kill(s.pid(), syscall.SIGKILL)
+	s.Stop()
+}
+
+// measure is one run: the server started afresh, the load with the watch
+// on, and the recovery after it.
+func (m *measurer) measure(ctx context.Context, key string, st *stub, up string, mult float64, rate int) (*runResult, error) {
+	tag := fmt.Sprintf("%s-%s-%gx", key, up, mult)
+	logf("%s: %d q/s", tag, rate)
+	s, err := m.start(ctx, serverConfigs(m.cfg.Root)[key], tag, st, 0, strconv.Itoa(m.cfg.serverCPU))
+	if err != nil {
+		return nil, err
+	}
+	defer stopServer(s)
+	r := &runResult{Server: key, Upstream: up, Multiple: mult, Rate: rate}
+	r.RSSBefore, _, _ = procstat.RSS(s.pid())
+	upstream0 := st.received.Load()
+	w := startWatch(s)
+	spec := m.spec(s, rate, m.cfg.duration)
+	recovered := make(chan time.Duration, 1)
+	spec.onEnd = func(end time.Time) {
+		go func() { recovered <- recovery(ctx, s.addr(), m.probe, end) }()
+	}
+	r.Load, err = runLoad(ctx, spec)
+	if err != nil {
+		w.stop()
+		return nil, err
+	}
+	r.Recovery = (<-recovered).Seconds()
+	w.stop()
+	r.Watch = w.result()
+	r.UpstreamQueries = st.received.Load() - upstream0
+	r.P50, r.P90, r.P99 = r.Load.latency.quantile(0.5), r.Load.latency.quantile(0.9), r.Load.latency.quantile(0.99)
+	if !s.Alive() {
+		r.Crashed = "exited; see " + s.logPath
+	} else {
+		r.Shed, _ = dropCounters(ctx, s)
+	}
+	logf("  cluster %.0f/s good (p50 %.2f, p99 %.2f ms), external %.0f/s good, rcodes %v %v, RSS %s → %s, goroutines %d, health max %.3fs, recovery %.3fs",
+		float64(r.Load.Good[kindCluster])/r.Load.Seconds, r.P50, r.P99, float64(r.Load.Good[kindExternal])/r.Load.Seconds,
+		r.Load.Rcodes[kindCluster], r.Load.Rcodes[kindExternal], toolreport.MiB(r.RSSBefore), toolreport.MiB(r.Watch.RSSPeak),
+		r.Watch.GoroutinesPeak, r.Watch.HealthMax, r.Recovery)
+	return r, nil
+}
+
+// checkTools checks what the run needs besides Go.
+func checkTools() error {
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return fmt.Errorf("taskset (util-linux) is needed: %w", err)
+	}
+	return nil
+}
+
+// setAffinity puts every thread of pid on the CPUs of list.
+func setAffinity(pid int, list string) error {
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", list, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+		return fmt.Errorf("taskset -a -p -c %s %d: %w: %s", list, pid, err, out)
+	}
+	return nil
+}
+
+func argsText(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return " OVERLOADFLAGS=" + toolflags.ShellJoin(args)
+}
