@@ -2,12 +2,14 @@
 // server is overloaded: it watches how long goroutines wait to run (the
 // queue a UDP query waits in before any plugin sees it), and while that
 // wait is over a target it drops UDP queries for names outside the
-// cluster zones, which the chain would send to a slower upstream; past a
-// higher bound it drops every UDP query until the queue drains.
+// cluster zones, which the chain would send to a slower upstream, with a
+// probability that grows while the wait stays over; past a higher bound,
+// once every other name is dropped, it drops cluster names the same way.
 package clusterfirst
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 
 	"github.com/coredns/coredns/plugin"
@@ -25,29 +27,33 @@ type Clusterfirst struct {
 	// the server takes queries).
 	Zones []string
 
-	// signal says how hard to shed: the sampler, or a fixed level in tests.
+	// signal says how hard to shed: the sampler, or fixed odds in tests.
 	signal overload
 	// sampler measures the queue delay; started and stopped with the server.
 	sampler *sampler
 }
 
-// overload is where the handler reads the level from.
-type overload interface{ Level() level }
+// overload is where the handler reads the drop probabilities from.
+type overload interface{ Shedding() shedding }
 
 // Name implements plugin.Handler.
 func (cf *Clusterfirst) Name() string { return pluginName }
 
 // ServeDNS implements plugin.Handler. Unloaded, it costs an atomic load.
 func (cf *Clusterfirst) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	l := cf.signal.Level()
+	sh := cf.signal.Shedding()
 	// TCP is never shed: its client waits on a connection rather than
 	// retrying after a timeout, and a TCP query has already cost a
 	// handshake, so dropping it would save little and stall much.
-	if l == shedNothing || !isUDP(w) {
+	if sh == 0 || !isUDP(w) {
 		return cf.next(ctx, w, r)
 	}
 	cluster := cf.inCluster(r)
-	if cluster && l == shedOther {
+	odds := sh.other()
+	if cluster {
+		odds = sh.cluster()
+	}
+	if odds == 0 || rand.Uint32() >= odds {
 		return cf.next(ctx, w, r)
 	}
 	dropped.WithLabelValues(metrics.WithServer(ctx), class(cluster)).Inc()

@@ -9,7 +9,7 @@ import (
 // Classes of a dropped query, the "class" label.
 const (
 	classCluster = "cluster" // in the cluster zones: dropped past the bound only
-	classOther   = "other"   // outside them: dropped past the target
+	classOther   = "other"   // outside them: dropped from the target on
 )
 
 var (
@@ -23,8 +23,8 @@ var (
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "queue_delay_seconds",
 		Help: "The 90th percentile of how long goroutines waited to run in the last 10 ms.",
 	})
-	levelGauge = promauto.NewGauge(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "level",
-		Help: "How hard queries are shed: 0 none, 1 those outside the cluster zones, 2 every UDP query.",
-	})
+	dropProbability = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "drop_probability",
+		Help: "The probability that a UDP query is dropped now, by class of name (cluster, other).",
+	}, []string{"class"})
 )

@@ -9,14 +9,59 @@ import (
 	"time"
 )
 
-// level is how hard the handler sheds.
-type level int32
+// shedding is what the handler reads: the probability that a UDP query
+// outside the cluster zones is dropped (the high half) and that one inside
+// them is (the low half), each scaled to [0, math.MaxUint32]. One word, so
+// that an unloaded query costs one atomic load and a compare with 0.
+type shedding uint64
 
+func (s shedding) other() uint32   { return uint32(s >> 32) }
+func (s shedding) cluster() uint32 { return uint32(s) }
+
+// sheddingOf packs the two probabilities.
+func sheddingOf(other, cluster float64) shedding {
+	return shedding(scaled(other))<<32 | shedding(scaled(cluster))
+}
+
+// scaled is a probability in [0, 1] as a fraction of math.MaxUint32.
+func scaled(p float64) uint32 { return uint32(min(max(p, 0), 1) * math.MaxUint32) }
+
+// The controller: every period each probability moves by gain times how
+// far the queue delay is past its reference (target for other names, bound
+// for cluster names), in units of the reference, and by trendGain times how
+// much the delay moved since the last period: proportional and derivative,
+// as PIE (RFC 8033) steers its drop probability. At twice the reference it
+// reaches 1 within 20 ms; once the queue is empty it falls to 0 as fast.
 const (
-	shedNothing level = iota // the queue delay is under target: every query is served
-	shedOther                // from target to bound: UDP queries outside the cluster zones are dropped
-	shedAll                  // from bound on: every UDP query is dropped
+	gain      = 0.1
+	trendGain = 0.25
 )
+
+// nextProbability is p after one period at delay (previous a period ago)
+// against the reference delay ref.
+func nextProbability(p float64, delay, previous, ref time.Duration) float64 {
+	p += gain*float64(delay-ref)/float64(ref) + trendGain*float64(delay-previous)/float64(ref)
+	return min(max(p, 0), 1)
+}
+
+// controller holds the probabilities between periods.
+type controller struct {
+	target, bound  time.Duration
+	other, cluster float64
+	previous       time.Duration
+}
+
+// step moves the probabilities for the delay of the last window. Cluster
+// names are shed only once every other name is: that is the priority.
+func (c *controller) step(delay time.Duration) shedding {
+	c.other = nextProbability(c.other, delay, c.previous, c.target)
+	c.cluster = nextProbability(c.cluster, delay, c.previous, c.bound)
+	if c.other < 1 {
+		c.cluster = 0
+	}
+	c.previous = delay
+	return sheddingOf(c.other, c.cluster)
+}
 
 // The sampling. The runtime records in the histogram how long a goroutine
 // (one in eight) waited runnable before it ran; a UDP query is read into a
@@ -36,11 +81,12 @@ const (
 
 var errNoHistogram = errors.New("the Go runtime has no " + schedLatencies + " histogram")
 
-// sampler turns the runtime's scheduling latencies into a level, from a
-// goroutine of its own: the query path only loads it.
+// sampler turns the runtime's scheduling latencies into drop
+// probabilities, from a goroutine of its own: the query path only loads
+// them.
 type sampler struct {
 	target, bound time.Duration
-	level         atomic.Int32
+	shedding      atomic.Uint64
 	running       atomic.Bool
 
 	// mu orders start and stop, which caddy may call from different
@@ -55,8 +101,8 @@ func newSampler(target, bound time.Duration) *sampler {
 	return &sampler{target: target, bound: bound}
 }
 
-// Level implements overload.
-func (s *sampler) Level() level { return level(s.level.Load()) }
+// Shedding implements overload.
+func (s *sampler) Shedding() shedding { return shedding(s.shedding.Load()) }
 
 // start starts the goroutine; a second start does nothing.
 func (s *sampler) start() error {
@@ -86,11 +132,11 @@ func (s *sampler) stop() error {
 	close(s.quit)
 	<-s.done
 	s.quit, s.done = nil, nil
-	s.level.Store(int32(shedNothing))
+	s.shedding.Store(0)
 	return nil
 }
 
-// run reads the histogram every period and publishes the level. (Under
+// run reads the histogram every period and publishes the probabilities. (Under
 // overload its own wake-ups wait in the queue too: the window then spans
 // more time, never less.)
 func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, done chan<- struct{}) {
@@ -98,6 +144,7 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 	defer s.running.Store(false)
 	tick := time.NewTicker(samplePeriod)
 	defer tick.Stop()
+	ctl := &controller{target: s.target, bound: s.bound}
 	s.running.Store(true)
 	for {
 		select {
@@ -109,10 +156,11 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 		hist := reads[0].Value.Float64Histogram()
 		older := h.add(hist.Counts)
 		delay := time.Duration(quantile(delayQuantile, older, hist.Counts, hist.Buckets) * float64(time.Second))
-		l := levelOf(delay, s.target, s.bound)
-		s.level.Store(int32(l))
+		sh := ctl.step(delay)
+		s.shedding.Store(uint64(sh))
 		queueDelay.Set(delay.Seconds())
-		levelGauge.Set(float64(l))
+		dropProbability.WithLabelValues(classOther).Set(ctl.other)
+		dropProbability.WithLabelValues(classCluster).Set(ctl.cluster)
 	}
 }
 
@@ -124,17 +172,6 @@ func readLatencies() ([]metrics.Sample, error) {
 		return nil, errNoHistogram
 	}
 	return reads, nil
-}
-
-// levelOf is the level for a queue delay.
-func levelOf(delay, target, bound time.Duration) level {
-	switch {
-	case delay >= bound:
-		return shedAll
-	case delay >= target:
-		return shedOther
-	}
-	return shedNothing
 }
 
 // history is a ring of the last reads of the histogram's cumulative

@@ -75,24 +75,53 @@ func TestQuantileRuntimeBuckets(t *testing.T) {
 	if got < b[i] || got >= b[i+1] || got < 0.005 || got > 0.007 {
 		t.Errorf("p90 %g, want in [%g, %g)", got, b[i], b[i+1])
 	}
-	if l := levelOf(time.Duration(got*float64(time.Second)), defaultTarget, defaultBound); l != shedOther {
-		t.Errorf("level %d at %g s, want 1", l, got)
+}
+
+func TestNextProbability(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name                 string
+		p                    float64
+		delay, previous, ref time.Duration
+		want                 float64
+	}{
+		{"at the reference, steady", 0.3, 5 * ms, 5 * ms, 5 * ms, 0.3},
+		{"twice the reference, steady", 0.3, 10 * ms, 10 * ms, 5 * ms, 0.4},
+		{"empty queue, steady", 0.3, 0, 0, 5 * ms, 0.2},
+		{"a jump to twice the reference", 0, 10 * ms, 0, 5 * ms, 0.6}, // 0.1·1 + 0.25·2
+		{"falling fast", 0.5, 5 * ms, 15 * ms, 5 * ms, 0},
+		{"capped at 1", 0.95, 50 * ms, 50 * ms, 5 * ms, 1},
+		{"never below 0", 0, 0, 0, 5 * ms, 0},
+	} {
+		if got := nextProbability(tc.p, tc.delay, tc.previous, tc.ref); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: %g, want %g", tc.name, got, tc.want)
+		}
 	}
 }
 
-func TestLevelOf(t *testing.T) {
+// TestControllerPriority: cluster names are shed only once every other
+// name is, and the odds fall back to none when the queue empties.
+func TestControllerPriority(t *testing.T) {
 	ms := time.Millisecond
-	for _, tc := range []struct {
-		delay time.Duration
-		want  level
-	}{
-		{0, shedNothing}, {4999 * time.Microsecond, shedNothing},
-		{5 * ms, shedOther}, {9 * ms, shedOther},
-		{10 * ms, shedAll}, {time.Second, shedAll},
-	} {
-		if got := levelOf(tc.delay, 5*ms, 10*ms); got != tc.want {
-			t.Errorf("levelOf(%v) = %d, want %d", tc.delay, got, tc.want)
-		}
+	c := &controller{target: 5 * ms, bound: 10 * ms}
+	var sh shedding
+	for range 3 {
+		sh = c.step(12 * ms) // past the bound, but other names not all shed yet
+	}
+	if sh.cluster() != 0 && c.other < 1 {
+		t.Fatalf("cluster odds %g while other odds %g", c.cluster, c.other)
+	}
+	for range 20 {
+		sh = c.step(30 * ms)
+	}
+	if sh.other() != math.MaxUint32 || sh.cluster() == 0 {
+		t.Fatalf("at 30 ms for 40 ms: other %d, cluster %d; want all other names shed and some cluster names", sh.other(), sh.cluster())
+	}
+	for range 20 {
+		sh = c.step(0)
+	}
+	if sh != 0 {
+		t.Fatalf("after 40 ms of an empty queue: other %g, cluster %g, want none", c.other, c.cluster)
 	}
 }
 
@@ -143,8 +172,8 @@ func TestSamplerStartStop(t *testing.T) {
 		default:
 			t.Fatal("stop returned before the goroutine")
 		}
-		if cf.Ready() || cf.sampler.Level() != shedNothing {
-			t.Errorf("stopped: ready %v, level %d", cf.Ready(), cf.sampler.Level())
+		if cf.Ready() || cf.sampler.Shedding() != 0 {
+			t.Errorf("stopped: ready %v, odds %x", cf.Ready(), cf.sampler.Shedding())
 		}
 	}
 	waitFor(t, "the goroutines to settle", func() bool { return runtime.NumGoroutine() <= before })
@@ -166,8 +195,9 @@ func TestSamplerStopRacesStart(t *testing.T) {
 }
 
 // TestSamplerSeesOverload: with one P and more work runnable than it
-// serves, goroutines wait in the run queue and the level climbs to 2;
-// once the work stops it falls back to 0.
+// serves, goroutines wait in the run queue and the odds climb until every
+// name is shed (cluster ones included); once the work stops they fall back
+// to none.
 func TestSamplerSeesOverload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads the scheduler for a second")
@@ -196,10 +226,10 @@ func TestSamplerSeesOverload(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, "level 2", func() bool { return s.Level() == shedAll })
+	waitFor(t, "every name shed", func() bool { return s.Shedding() == sheddingOf(1, 1) })
 	close(stop)
 	wg.Wait()
-	waitFor(t, "level 0", func() bool { return s.Level() == shedNothing })
+	waitFor(t, "no name shed", func() bool { return s.Shedding() == 0 })
 }
 
 // waitFor polls cond for up to 5 s.
