@@ -44,16 +44,36 @@ func nextProbability(p float64, delay, previous, ref time.Duration) float64 {
 	return min(max(p, 0), 1)
 }
 
+// burstAllowance is how long the queue delay may stay over target before
+// anything is shed, as PIE allows bursts (RFC 8033 section 4.2): a
+// collection cycle or a burst of queries queues goroutines for a few
+// milliseconds at loads the CPU serves, and a query dropped then costs its
+// client a resolver timeout (seconds) for nothing.
+const burstAllowance = 20 * time.Millisecond
+
 // controller holds the probabilities between periods.
 type controller struct {
 	target, bound  time.Duration
 	other, cluster float64
 	previous       time.Duration
+	// over is how long the delay has been over target without a break.
+	over time.Duration
 }
 
-// step moves the probabilities for the delay of the last window. Cluster
-// names are shed only once every other name is: that is the priority.
+// step moves the probabilities for the delay of the last period's window.
+// Nothing is shed until the delay has stayed over target for the burst
+// allowance; cluster names are shed only once every other name is: that
+// is the priority.
 func (c *controller) step(delay time.Duration) shedding {
+	if delay >= c.target {
+		c.over += samplePeriod
+	} else {
+		c.over = 0
+	}
+	if c.other == 0 && c.over < burstAllowance {
+		c.previous = delay
+		return 0
+	}
 	c.other = nextProbability(c.other, delay, c.previous, c.target)
 	c.cluster = nextProbability(c.cluster, delay, c.previous, c.bound)
 	if c.other < 1 {

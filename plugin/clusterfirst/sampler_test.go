@@ -99,12 +99,29 @@ func TestNextProbability(t *testing.T) {
 	}
 }
 
-// TestControllerPriority: cluster names are shed only once every other
-// name is, and the odds fall back to none when the queue empties.
+// TestControllerPriority: nothing is shed within the burst allowance;
+// cluster names are shed only once every other name is, and the odds fall
+// back to none when the queue empties.
 func TestControllerPriority(t *testing.T) {
+	t.Run("a burst shorter than the allowance sheds nothing", func(t *testing.T) {
+		c := &controller{target: 5 * time.Millisecond, bound: 10 * time.Millisecond}
+		for range 3 {
+			for range int(burstAllowance/samplePeriod) - 1 {
+				if sh := c.step(50 * time.Millisecond); sh != 0 {
+					t.Fatalf("odds %x within the burst allowance", sh)
+				}
+			}
+			c.step(0) // the queue empties: the allowance starts again
+		}
+	})
 	ms := time.Millisecond
 	c := &controller{target: 5 * ms, bound: 10 * ms}
 	var sh shedding
+	for range int(burstAllowance/samplePeriod) - 1 {
+		if sh = c.step(30 * ms); sh != 0 {
+			t.Fatalf("odds %x within the burst allowance", sh)
+		}
+	}
 	for range 3 {
 		sh = c.step(12 * ms) // past the bound, but other names not all shed yet
 	}
