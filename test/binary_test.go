@@ -63,7 +63,7 @@ func TestBinaryListsPluginsAndVersion(t *testing.T) {
 		t.Errorf("-plugins printed:\n%s\nwant (caddy.DescribePlugins):\n%s", out, want)
 	}
 	lines := strings.Split(string(out), "\n")
-	for _, ours := range []string{"kubeschema", "multicluster", "gensearchpath", "edns0autopath", "k8s_external", "clusterfirst"} {
+	for _, ours := range []string{"kubeschema", "multicluster", "gensearchpath", "edns0autopath", "k8s_external", "clusterfirst", "hold"} {
 		if n := strings.Count("\n"+string(out), "\n"+ours+"\n"); n != 1 {
 			t.Errorf("-plugins lists %s %d times, want once:\n%q", ours, n, lines)
 		}
@@ -84,7 +84,7 @@ func TestBinaryListsPluginsAndVersion(t *testing.T) {
 			t.Errorf("plugin.cfg's %s is not registered as %s", d, name)
 		}
 	}
-	for _, p := range []string{"dns.kubeschema", "dns.multicluster", "dns.gensearchpath", "dns.edns0autopath", "dns.clusterfirst", "dns.kubernetes", "dns.forward", "dns.cache"} {
+	for _, p := range []string{"dns.kubeschema", "dns.multicluster", "dns.gensearchpath", "dns.edns0autopath", "dns.clusterfirst", "dns.hold", "dns.kubernetes", "dns.forward", "dns.cache"} {
 		if !slices.Contains(registered, p) {
 			t.Errorf("%s is not registered: %q", p, registered)
 		}

@@ -80,6 +80,8 @@ func readmeQueries() map[string][]readmeQuery {
 		},
 		// The node-local cache, in front of the test's cluster DNS.
 		"../plugin/gensearchpath/README.md": {autopath(clusterZone), autopath(clusterZone)},
+		// A node-local block in front of the test's cluster DNS, over TCP.
+		"../plugin/hold/README.md": {{apiName, dns.TypeA, answer(rrLine(apiName, "A", apiIP))}},
 		"../plugin/mesosschema/README.md": {
 			// The leader, with the default TTL.
 			{"leader.mesos.", dns.TypeA, answer("leader.mesos. 60 IN A " + mesosMasterIP)},

@@ -69,14 +69,16 @@ func TestSupersetOfStock(t *testing.T) {
 		t.Errorf("stock's directives in plugin.cfg, in its order:\n%v\nstock's plugin.cfg:\n%v", stockInOurs, stock)
 	}
 	// Ours, each right before the directive the README puts it at
-	// (clusterfirst also right after shed).
+	// (clusterfirst also right after shed, hold right after loop).
 	for _, at := range []struct{ ours, before string }{
 		{"shed", "clusterfirst"},
+		{"loop", "hold"},
 		{"clusterfirst", "prometheus"},
 		{"edns0autopath", "autopath"},
 		{"kubeschema", "multicluster"},
 		{"multicluster", "mesosschema"},
 		{"mesosschema", "kubernetes"},
+		{"hold", "gensearchpath"},
 		{"gensearchpath", "forward"},
 	} {
 		i := slices.Index(ours, at.ours)

@@ -70,6 +70,7 @@ import (
 	_ "github.com/schemadns/schemadns/plugin/clusterfirst"
 	_ "github.com/schemadns/schemadns/plugin/edns0autopath"
 	_ "github.com/schemadns/schemadns/plugin/gensearchpath"
+	_ "github.com/schemadns/schemadns/plugin/hold"
 	_ "github.com/schemadns/schemadns/plugin/k8sexternal"
 	_ "github.com/schemadns/schemadns/plugin/kubeschema"
 	_ "github.com/schemadns/schemadns/plugin/mesosschema"
@@ -137,6 +138,7 @@ var Directives = []string{
 	"secondary",
 	"etcd",
 	"loop",
+	"hold",
 	"gensearchpath",
 	"forward",
 	"grpc",
