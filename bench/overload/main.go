@@ -36,12 +36,15 @@ type config struct {
 	servers              []string
 	upstreams            []string
 	duration, timeout    time.Duration
+	warmup               time.Duration
 	external             float64
 	clients              int
 	saturation           int
 	serverCPU, clientCPU int
 	sockets              bool
-	// Set by the run.
+	// clusterOnly loads S1 and waits (tuning runs reuse it by kubeconfig).
+	clusterOnly bool
+	// Set by the run, or given: an API server that already holds S1.
 	work, kubeconfig string
 }
 
@@ -61,12 +64,15 @@ func parseFlags(args []string) (*config, error) {
 		keyOurs+" (deploy/base), "+keyOursPlain+" (deploy/base without clusterfirst), "+keyStock+" (kubeadm's Corefile), "+keyStockShed+" (with shed)")
 	fs.StringVar(&upstreams, "upstreams", upstreamSlow+","+upstreamSilent, "the upstream's behaviours: slow (answers after 200 ms), silent (never answers)")
 	fs.DurationVar(&cfg.duration, "duration", 8*time.Second, "length of each load")
+	fs.DurationVar(&cfg.warmup, "warmup", 10*time.Second, "light load (2,000 q/s) on each server before its run: past its start-up's collections and first allocations")
 	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Second, "how long the client waits for an answer (dnsperf's -t 2 in make bench)")
 	fs.Float64Var(&cfg.external, "external", 0.2, "the share of external names in the load")
 	fs.IntVar(&cfg.clients, "clients", 64, "client source addresses (127.0.1.1 …), a socket each")
-	fs.IntVar(&cfg.saturation, "saturation", 0, "ours's saturation rate, q/s (0: find it, by a ramp)")
+	fs.IntVar(&cfg.saturation, "saturation", 0, "ours's saturation rate, q/s: the most it answers a second (0: find it, by a ramp)")
 	fs.IntVar(&cfg.serverCPU, "server-cpu", 1, "CPU the DNS server is pinned to")
 	fs.IntVar(&cfg.clientCPU, "client-cpu", 0, "CPU the load, the stub upstream and the watch are pinned to")
+	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "an API server that already holds the shape (one started by -cluster-only): no API server is started or loaded")
+	fs.BoolVar(&cfg.clusterOnly, "cluster-only", false, "start the API server, load the shape, print its kubeconfig and wait until interrupted (for -kubeconfig)")
 	fs.BoolVar(&cfg.sockets, "sockets", true, "also measure saturation and CPU per query at GOMAXPROCS 1 and 2, with and without multisocket")
 	if err := cfg.Parse(fs, args, presets); err != nil {
 		return nil, err

@@ -104,7 +104,7 @@ func upstreamText(up string) string {
 func table(res *results, up string) *toolreport.Table {
 	t := toolreport.NewTable("load", "server", "offered q/s (sent)", "cluster answers/s", "× ours at 1×", "external answers/s",
 		"cluster p50 ms", "cluster p99 ms", "no answer", "REFUSED", "SERVFAIL", "RSS MiB before → peak", "goroutines peak",
-		"/health max s", "/ready max s", "recovery s", "dropped by the server").TextColumns(2)
+		"/health max s", "/ready max s", "recovery s", "dropped by the server", "other processes on server CPU").TextColumns(2)
 	for _, mult := range res.multiples() {
 		for _, key := range res.servers() {
 			r := res.find(key, up, mult)
@@ -121,7 +121,7 @@ func table(res *results, up string) *toolreport.Table {
 				fmt.Sprintf("%.2f", r.P50), fmt.Sprintf("%.2f", r.P99), toolreport.Percent(r.lost()),
 				toolreport.Thousands(r.rcode("REFUSED")), toolreport.Thousands(r.rcode("SERVFAIL")),
 				toolreport.MiB(r.RSSBefore)+" → "+toolreport.MiB(r.Watch.RSSPeak), fmt.Sprint(r.Watch.GoroutinesPeak),
-				fmt.Sprintf("%.3f", r.Watch.HealthMax), fmt.Sprintf("%.3f", r.Watch.ReadyMax), recoveryText(r), dropsText(r))
+				fmt.Sprintf("%.3f", r.Watch.HealthMax), fmt.Sprintf("%.3f", r.Watch.ReadyMax), recoveryText(r), dropsText(r), toolreport.Percent(r.OtherBusy))
 		}
 	}
 	return t
@@ -247,17 +247,17 @@ func method(res *results) []string {
 	}
 	steps := make([]string, 0, len(res.Calibration))
 	for _, c := range res.Calibration {
-		steps = append(steps, fmt.Sprintf("%s q/s: %.2f%%", toolreport.Thousands(c.Rate), 100*c.Answered))
+		steps = append(steps, fmt.Sprintf("%s offered: %s answered a second", toolreport.Thousands(c.Rate), toolreport.Thousands(int(c.PerSecond))))
 	}
 	return []string{
 		"Shape: " + res.Shape + ", in a real kube-apiserver and etcd on loopback.",
-		"Servers: " + strings.Join(servers, "; ") + ". Each run starts its server afresh, waits for a cluster name's answer and warms it with a second at 2,000 q/s.",
+		"Servers: " + strings.Join(servers, "; ") + ". Each run starts its server afresh, waits for a cluster name's answer and warms it with " + res.Warmup + " at 2,000 q/s.",
 		"Pinning: " + res.Pinning + ".",
 		fmt.Sprintf("Load: open-loop (sent on schedule whatever comes back), from %d sockets on 127.0.1.1 and up, each a connected UDP socket sending in batches (sendmmsg); "+
 			"cluster names cycle through every service's name (A); external names are x<counter>.overload.test. (A), unique so no cache answers them; "+
 			"a query not answered within %s counts as no answer. Cluster answers/s count NOERROR and NXDOMAIN answers to cluster names; external ones NOERROR.", res.Clients, res.Timeout),
 		fmt.Sprintf("Upstream: a stub on 127.0.0.2 that answers A 192.0.2.1 after %s, or never.", slowDelay),
-		"Saturation: a ramp on `ours` with the slow upstream, 3 s a step, up a quarter each step until fewer than 99% of the queries are answered: " + strings.Join(steps, ", ") + ".",
+		"Saturation: the most queries a second `ours-plain` answers (deploy/base without clusterfirst, whose shedding would end the ramp early), the upstream slow: a ramp of 3 s steps, up a quarter each step until the answers a second grow by less than 5%: " + strings.Join(steps, ", ") + ".",
 		"Watch: RSS from /proc every 50 ms; go_goroutines from /metrics every 250 ms; /health and /ready asked every 200 ms each, as kubelet's probes would. " +
 			"Recovery: from the last query sent, a cluster name asked every 10 ms from another address; recovered at the first of 3 answers in a row each within 20 ms.",
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +32,7 @@ type results struct {
 	External          float64
 	Clients           int
 	Duration, Timeout string
+	Warmup            string
 	Pinning           string
 	// Saturation is ours's saturation rate, q/s, and how it was found.
 	Saturation  int
@@ -50,6 +52,9 @@ type runResult struct {
 	RSSBefore        int64
 	Recovery         float64 // seconds from the load's end
 	Crashed          string  `json:",omitempty"`
+	// OtherBusy is the share of the server's CPU that other processes used
+	// during the load: the noise of a shared machine.
+	OtherBusy float64
 	// The upstream's count of queries it received during the run.
 	UpstreamQueries int64
 	Shed            map[string]float64 `json:",omitempty"` // drop counters from the server's metrics
@@ -77,18 +82,25 @@ func run(ctx context.Context, cfg *config, args []string) error {
 	}
 	res := &results{Started: time.Now(), Command: "make overload" + argsText(args), Note: cfg.Note,
 		Machine: toolreport.ReadMachine(cfg.CoreDNS), External: cfg.external, Clients: cfg.clients,
-		Duration: cfg.duration.String(), Timeout: cfg.timeout.String(), Servers: map[string]string{},
+		Duration: cfg.duration.String(), Timeout: cfg.timeout.String(), Warmup: cfg.warmup.String(), Servers: map[string]string{},
 		Pinning: fmt.Sprintf("server on CPU %d (GOMAXPROCS 1), the load, the stub upstream and the watch on CPU %d", cfg.serverCPU, cfg.clientCPU)}
 	for _, k := range cfg.servers {
 		res.Servers[k] = serverConfigs(cfg.Root)[k].Label
 	}
-	cluster, layout, err := startCluster(ctx, cfg)
+	layout, stop, err := cluster(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer cluster.Stop()
+	defer stop()
+	if cfg.clusterOnly {
+		logf("the shape is loaded: go run ./overload -kubeconfig %s ...; interrupt to stop", cfg.kubeconfig)
+		<-ctx.Done()
+		return nil
+	}
 	res.Shape = layout.Describe()
-	if err := setAffinity(os.Getpid(), strconv.Itoa(cfg.clientCPU)); err != nil {
+	// This process, and the API server and etcd it started, keep off the
+	// server's CPU.
+	if err := pinTree(os.Getpid(), strconv.Itoa(cfg.clientCPU)); err != nil {
 		return err
 	}
 	pool := newQueryPool(layout)
@@ -98,6 +110,29 @@ func run(ctx context.Context, cfg *config, args []string) error {
 	}
 	res.Finished = time.Now()
 	return writeReport(cfg, res)
+}
+
+// cluster is the shape's layout and the API server that holds it: one
+// started and loaded here, or the one -kubeconfig names (stop then does
+// nothing).
+func cluster(ctx context.Context, cfg *config) (*clustershape.Layout, func(), error) {
+	if cfg.kubeconfig != "" {
+		l, err := shapeOf(cfg).Layout()
+		return l, func() {}, err
+	}
+	c, l, err := startCluster(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, func() { c.Stop() }, nil
+}
+
+// shapeOf is S1 at the run's scale.
+func shapeOf(cfg *config) clustershape.Shape {
+	if cfg.Scale == "small" {
+		return clustershape.S1().Scaled(0.1)
+	}
+	return clustershape.S1()
 }
 
 // startCluster starts the API server and loads S1 into it.
@@ -110,11 +145,7 @@ func startCluster(ctx context.Context, cfg *config) (*kubeapi.Cluster, *clusters
 	if err != nil {
 		return nil, nil, err
 	}
-	shape := clustershape.S1()
-	if cfg.Scale == "small" {
-		shape = shape.Scaled(0.1)
-	}
-	l, err := shape.Layout()
+	l, err := shapeOf(cfg).Layout()
 	if err == nil {
 		logf("loading %s", l.Describe())
 		_, err = clustershape.Load(ctx, c.RESTConfig(), l, clustershape.LoadOptions{Writers: cfg.Loaders,
@@ -259,7 +290,7 @@ func (m *measurer) spec(s *server, rate int, d time.Duration) loadSpec {
 }
 
 // start runs a configuration and waits until it serves, then warms it
-// with a second of light load.
+// with light load.
 func (m *measurer) start(ctx context.Context, sc serverConfig, tag string, st *stub, procs int, cpus string) (*server, error) {
 	s, err := startServer(m.cfg, sc, tag, st.addr(), procs, cpus)
 	if err != nil {
@@ -269,7 +300,7 @@ func (m *measurer) start(ctx context.Context, sc serverConfig, tag string, st *s
 		stopServer(s)
 		return nil, err
 	}
-	if _, err := runLoad(ctx, m.spec(s, 2000, time.Second)); err != nil {
+	if _, err := runLoad(ctx, m.spec(s, 2000, m.cfg.warmup)); err != nil {
 		stopServer(s)
 		return nil, err
 	}
@@ -296,6 +327,8 @@ func (m *measurer) measure(ctx context.Context, key string, st *stub, up string,
 	r := &runResult{Server: key, Upstream: up, Multiple: mult, Rate: rate}
 	r.RSSBefore, _, _ = procstat.RSS(s.pid())
 	upstream0 := st.received.Load()
+	cpu0, _ := procstat.CPUSeconds(s.pid())
+	busy0, _ := procstat.CPUBusy(m.cfg.serverCPU)
 	w := startWatch(s)
 	spec := m.spec(s, rate, m.cfg.duration)
 	recovered := make(chan time.Duration, 1)
@@ -307,6 +340,10 @@ func (m *measurer) measure(ctx context.Context, key string, st *stub, up string,
 		w.stop()
 		return nil, err
 	}
+	cpu1, _ := procstat.CPUSeconds(s.pid())
+	busy1, _ := procstat.CPUBusy(m.cfg.serverCPU)
+	// The load and the wait for its last answers.
+	r.OtherBusy = max(0, (busy1-busy0)-(cpu1-cpu0)) / (r.Load.Seconds + m.cfg.timeout.Seconds())
 	r.Recovery = (<-recovered).Seconds()
 	w.stop()
 	r.Watch = w.result()
@@ -317,11 +354,47 @@ func (m *measurer) measure(ctx context.Context, key string, st *stub, up string,
 	} else {
 		r.Shed, _ = dropCounters(ctx, s)
 	}
-	logf("  cluster %.0f/s good (p50 %.2f, p99 %.2f ms), external %.0f/s good, rcodes %v %v, RSS %s → %s, goroutines %d, health max %.3fs, recovery %.3fs, drops %v",
+	logf("  cluster %.0f/s good (p50 %.2f, p99 %.2f ms), external %.0f/s good, rcodes %v %v, RSS %s → %s, goroutines %d, health max %.3fs, recovery %.3fs, drops %v, other %.0f%%",
 		float64(r.Load.Good[kindCluster])/r.Load.Seconds, r.P50, r.P99, float64(r.Load.Good[kindExternal])/r.Load.Seconds,
 		r.Load.Rcodes[kindCluster], r.Load.Rcodes[kindExternal], toolreport.MiB(r.RSSBefore), toolreport.MiB(r.Watch.RSSPeak),
-		r.Watch.GoroutinesPeak, r.Watch.HealthMax, r.Recovery, r.Shed)
+		r.Watch.GoroutinesPeak, r.Watch.HealthMax, r.Recovery, r.Shed, 100*r.OtherBusy)
 	return r, nil
+}
+
+// pinTree puts pid and every process it started (and theirs) on the CPUs
+// of list.
+func pinTree(pid int, list string) error {
+	if err := setAffinity(pid, list); err != nil {
+		return err
+	}
+	for _, child := range children(pid) {
+		if err := pinTree(child, list); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// children are the processes whose parent is pid, from /proc.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command (in parentheses): state, ppid.
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // checkTools checks what the run needs besides Go.

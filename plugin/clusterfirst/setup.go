@@ -2,6 +2,7 @@ package clusterfirst
 
 import (
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -48,7 +49,10 @@ func setup(c *caddy.Controller) error {
 	}
 	cfg := dnsserver.GetConfig(c)
 	// At startup every plugin of the block has its handler.
-	c.OnStartup(func() error { return cf.start(cfg.Handlers()) })
+	c.OnStartup(func() error {
+		primeDropped(cfg)
+		return cf.start(cfg.Handlers())
+	})
 	c.OnShutdown(cf.sampler.stop)
 	cfg.AddPlugin(func(next plugin.Handler) plugin.Handler {
 		cf.Next = next
@@ -138,4 +142,19 @@ func servedZones(handlers []plugin.Handler) []string {
 	}
 	slices.Sort(zones)
 	return slices.Compact(zones)
+}
+
+// primeDropped exports the drop counters at 0 for every listener of the
+// block, so that an alert on their rate sees a series before the first
+// drop. The server label is dnsserver's name for the listener.
+func primeDropped(cfg *dnsserver.Config) {
+	for _, h := range cfg.ListenHosts {
+		addr, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(h, cfg.Port))
+		if err != nil {
+			continue // dnsserver fails the start on it
+		}
+		for _, class := range []string{classCluster, classOther} {
+			dropped.WithLabelValues(cfg.Transport+"://"+addr.String(), class)
+		}
+	}
 }
