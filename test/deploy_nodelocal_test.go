@@ -86,21 +86,8 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 	if len(nodeFiles) != 1 {
 		t.Fatalf("the node-local cache mounts %d files, want its Corefile alone:\n%s", len(nodeFiles), nodeFiles)
 	}
-	nodeCF := nodeFiles["Corefile"]
-	for _, e := range []edit{
-		{"forward . /etc/resolv.conf\n", "forward . " + upstream.addr + "\n"},
-		{"search /etc/resolv.conf\n", "search " + nodeResolv + "\n"},
-		{"prometheus :9253", "prometheus 127.0.0.1:0"},
-		{nodeLocalIP + ":8080", "127.0.0.1:0"},
-		{nodeLocalIP + ":8181", "127.0.0.1:0"},
-		{nodeLocalIP, node},
-		{clusterDNSIP, cluster},
-	} {
-		if !strings.Contains(nodeCF, e.old) {
-			t.Fatalf("the node-local Corefile has no %q:\n%s", e.old, nodeCF)
-		}
-		nodeCF = strings.ReplaceAll(nodeCF, e.old, e.new)
-	}
+	nodeCF := nodeLocalOnLoopback(t, nodeFiles["Corefile"], nodeLocalAddrs{
+		node: node, cluster: cluster, resolvers: upstream.addr, resolvConf: nodeResolv, metrics: "127.0.0.1:0"})
 	nodeProc := &coreDNSProcess{}
 	runCorefile(t, bin, nodeCF, nodeProc)
 
@@ -145,6 +132,37 @@ func TestDeployNodeLocalAutopath(t *testing.T) {
 	if got := glibcLookup(t, resolv.String(), "nosuchname"); got.found {
 		t.Errorf("nosuchname from the example Pod: %+v, want not found", got)
 	}
+}
+
+// nodeLocalAddrs are the test's addresses for the node-local Corefile.
+type nodeLocalAddrs struct {
+	node, cluster string // loopback addresses standing for 169.254.20.10 and 10.96.0.10, port 53 both
+	resolvers     string // the node's resolvers, those of its /etc/resolv.conf (IP[:PORT])
+	resolvConf    string // a resolv.conf with the node's search domains
+	metrics       string // where prometheus listens
+}
+
+// nodeLocalOnLoopback moves the node-local Corefile of deploy/ to the
+// test's addresses; each edit must apply, so a change to the Corefile
+// that the tests no longer understand fails them.
+func nodeLocalOnLoopback(t *testing.T, corefile string, a nodeLocalAddrs) string {
+	t.Helper()
+	const nodeLocalIP, clusterDNSIP = "169.254.20.10", "10.96.0.10"
+	for _, e := range []edit{
+		{"forward . /etc/resolv.conf\n", "forward . " + a.resolvers + "\n"},
+		{"search /etc/resolv.conf\n", "search " + a.resolvConf + "\n"},
+		{"prometheus :9253", "prometheus " + a.metrics},
+		{nodeLocalIP + ":8080", "127.0.0.1:0"},
+		{nodeLocalIP + ":8181", "127.0.0.1:0"},
+		{nodeLocalIP, a.node},
+		{clusterDNSIP, a.cluster},
+	} {
+		if !strings.Contains(corefile, e.old) {
+			t.Fatalf("the node-local Corefile has no %q:\n%s", e.old, corefile)
+		}
+		corefile = strings.ReplaceAll(corefile, e.old, e.new)
+	}
+	return corefile
 }
 
 // createClusterIPService creates a ClusterIP service, deleted when the
