@@ -165,8 +165,4 @@ func main() {
 }
 
 // logf prints progress with the time since start.
-var begin = time.Now()
-
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(begin).Seconds(), fmt.Sprintf(format, args...))
-}
+var logf = toolflags.Logf

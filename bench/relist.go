@@ -10,6 +10,7 @@ import (
 
 	"github.com/schemadns/schemadns/test/kubeapi"
 	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // The forced relist of the threshold shape, as make soak forces it: the
@@ -105,7 +106,7 @@ func (r *shapeRun) relist(ctx context.Context, t target, audit string) (*relistR
 		return nil, err
 	}
 	defer r.stop(t.Key)
-	if err := sleepCtx(ctx, relistSettle); err != nil {
+	if err := toolflags.SleepCtx(ctx, relistSettle); err != nil {
 		return nil, err
 	}
 	res := &relistResult{}
@@ -244,7 +245,7 @@ func (r *shapeRun) awaitRelist(ctx context.Context, s *server, resources []resou
 		case time.Now().After(end):
 			return resources, fmt.Errorf("%s still busy or not relisted %s after the API server was back", s, relistMax)
 		}
-		if err := sleepCtx(ctx, 250*time.Millisecond); err != nil {
+		if err := toolflags.SleepCtx(ctx, 250*time.Millisecond); err != nil {
 			return resources, err
 		}
 	}
@@ -299,14 +300,4 @@ func sampleHeap(s *server) *peakWatch {
 		v := heapInuse(s)
 		return v, v > 0
 	})
-}
-
-// sleepCtx sleeps for d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }

@@ -23,15 +23,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/schemadns/schemadns/test/toolflags"
@@ -162,27 +158,7 @@ func (cfg *config) anySelected(group string) bool {
 	return slices.ContainsFunc(scenarioGroups()[group], cfg.isSelected)
 }
 
-func main() {
-	cfg, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.Exit(1)
-	}
-}
-
-// begin is when the run started, for the progress lines.
-var begin = time.Now()
+func main() { toolflags.Main("soak", parseFlags, run) }
 
 // logf prints progress with the time since start.
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(begin).Seconds(), fmt.Sprintf(format, args...))
-}
+var logf = toolflags.Logf

@@ -14,6 +14,7 @@ import (
 
 	"github.com/schemadns/schemadns/test/dnsload"
 	"github.com/schemadns/schemadns/test/mesosmaster"
+	"github.com/schemadns/schemadns/test/toolflags"
 	"github.com/schemadns/schemadns/test/toolreport"
 	"github.com/schemadns/schemadns/test/zookeeper"
 )
@@ -251,7 +252,7 @@ func (e *mesosEnv) churn(ctx context.Context, m *mesosmaster.Master, d time.Dura
 		if _, err := e.publish(m, true, nil); err != nil {
 			return err
 		}
-		sleepCtx(ctx, e.cfg.mesosRefresh/2+time.Duration(e.cluster.r.Int64N(int64(e.cfg.mesosRefresh))))
+		_ = toolflags.SleepCtx(ctx, e.cfg.mesosRefresh/2+time.Duration(e.cluster.r.Int64N(int64(e.cfg.mesosRefresh))))
 	}
 	return ctx.Err()
 }
@@ -344,15 +345,6 @@ func waitRequests(ctx context.Context, m *mesosmaster.Master, from, n int, withi
 		}
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // finish collects what the scenario's observers saw.

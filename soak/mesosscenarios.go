@@ -11,6 +11,7 @@ import (
 
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
 	"github.com/schemadns/schemadns/test/mesosmaster"
+	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // The scenarios. Each runs the changes before its fault (e.before), the
@@ -29,7 +30,7 @@ func runMesosOutage(ctx context.Context, e *mesosEnv) error {
 		return err
 	}
 	e.step("%s down (connection refused) for %s", m.Addr(), e.cfg.mesosFault)
-	sleepCtx(ctx, e.cfg.mesosFault)
+	_ = toolflags.SleepCtx(ctx, e.cfg.mesosFault)
 	return e.recover(ctx, m, "the master back with a changed state", func() error { return m.SetDown(false) })
 }
 
@@ -138,7 +139,7 @@ func runMesosSlow(ctx context.Context, e *mesosEnv) error {
 	delay := slowDelay(e.cfg)
 	slow.SetDelay(delay)
 	e.step("%s (the leader) answers after %s, over the state_timeout; %s redirects to it, for %s", slow.Addr(), delay, other.Addr(), e.cfg.mesosFault)
-	sleepCtx(ctx, e.cfg.mesosFault)
+	_ = toolflags.SleepCtx(ctx, e.cfg.mesosFault)
 	e.step("%s elected, with a changed state; %s still slow", other.Addr(), slow.Addr())
 	err := e.recover(ctx, other, "the second master, elected while the first is slow", func() error {
 		other.SetLeader("")
@@ -174,7 +175,7 @@ func runMesosFailover(ctx context.Context, e *mesosEnv) error {
 			return err
 		}
 		e.step("%s (the leader) down, its znode still there", first.Addr())
-		sleepCtx(ctx, 2*e.cfg.mesosRefresh)
+		_ = toolflags.SleepCtx(ctx, 2*e.cfg.mesosRefresh)
 		e.step("after %s, %s leads with the same tasks and changes, and %s's znode is removed", 2*e.cfg.mesosRefresh, second.Addr(), first.Addr())
 		err := e.recover(ctx, second, "the second master, leading, named by ZooKeeper", func() error {
 			second.SetLeader("")

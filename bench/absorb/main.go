@@ -139,9 +139,8 @@ func repin(cpu int) int {
 	return 0
 }
 
-// begin is the tool's start; logf prints progress with the time since.
+// begin is when the tool started: the origin of the update bytes' times.
 var begin = time.Now()
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(begin).Seconds(), fmt.Sprintf(format, args...))
-}
+// logf prints progress with the time since start.
+var logf = toolflags.Logf

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/net/ipv4"
+
+	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // Traffic kinds: names inside the cluster zone, answered from memory, and
@@ -146,7 +148,7 @@ func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 	if spec.onEnd != nil {
 		spec.onEnd(start.Add(loadEnd))
 	}
-	sleepCtx(ctx, spec.timeout)
+	_ = toolflags.SleepCtx(ctx, spec.timeout)
 	closeClients(cs) // ends the receivers
 	wg.Wait()
 	r := &loadResult{Offered: offered, Seconds: loadEnd.Seconds(), Slots: make([][kinds]int, slots)}
@@ -367,14 +369,4 @@ func (h *histogram) quantile(q float64) float64 {
 		}
 	}
 	return 0
-}
-
-// sleepCtx sleeps for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -15,15 +15,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/schemadns/schemadns/test/toolflags"
@@ -111,25 +107,6 @@ func floats(list string) ([]float64, error) {
 	return out, nil
 }
 
-func main() {
-	cfg, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "overload:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "overload:", err)
-		os.Exit(1)
-	}
-}
+func main() { toolflags.Main("overload", parseFlags, run) }
 
-var begin = time.Now()
-
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(begin).Seconds(), fmt.Sprintf(format, args...))
-}
+var logf = toolflags.Logf

@@ -14,6 +14,8 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 const (
@@ -450,14 +452,8 @@ func sortedLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
+// sleepCtx sleeps for d, or until ctx ends (its error then).
+var sleepCtx = toolflags.SleepCtx
 
 // ctr runs ctr against the node's containerd in the k8s.io namespace.
 func (n *node) ctr(ctx context.Context, args ...string) (string, error) {
