@@ -175,7 +175,7 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 		metrics.Read(reads) // reuses the histogram's slices: no allocation
 		hist := reads[0].Value.Float64Histogram()
 		older := h.add(hist.Counts)
-		delay := time.Duration(quantile(delayQuantile, older, hist.Counts, hist.Buckets) * float64(time.Second))
+		delay := windowDelay(older, hist.Counts, hist.Buckets)
 		sh := ctl.step(delay)
 		s.shedding.Store(uint64(sh))
 		queueDelay.Set(delay.Seconds())
@@ -223,6 +223,35 @@ func (h *history) add(counts []uint64) []uint64 {
 	copy(slot, counts)
 	h.next = (h.next + 1) % len(h.reads)
 	return h.reads[h.next]
+}
+
+// minSamples is the fewest waits a window must have recorded to count: the
+// runtime records one scheduling in eight, so fewer than 10 in 10 ms is
+// under 8,000 schedulings a second, far below what one core serves. A
+// server that slow is not overloaded: a few long waits then come from the
+// machine (a CPU shared with a busy neighbour, a collection), and shedding
+// would cost the few clients a resolver timeout for nothing.
+const minSamples = 10
+
+// windowDelay is the queue delay of a window: its delayQuantile, or 0 when
+// it recorded fewer than minSamples waits.
+func windowDelay(older, newer []uint64, buckets []float64) time.Duration {
+	if recorded(older, newer) < minSamples {
+		return 0
+	}
+	return time.Duration(quantile(delayQuantile, older, newer, buckets) * float64(time.Second))
+}
+
+// recorded is how many waits the histogram recorded between two reads.
+func recorded(older, newer []uint64) uint64 {
+	if len(older) != len(newer) {
+		return 0
+	}
+	var n uint64
+	for i := range newer {
+		n += delta(older[i], newer[i])
+	}
+	return n
 }
 
 // quantile is the q-quantile, in seconds, of what a runtime/metrics

@@ -77,6 +77,21 @@ func TestQuantileRuntimeBuckets(t *testing.T) {
 	}
 }
 
+// TestWindowDelay: a window with fewer than minSamples waits is no delay,
+// however long they were.
+func TestWindowDelay(t *testing.T) {
+	buckets := []float64{-inf, 0, 0.001, 0.002, 0.003, 0.004, inf}
+	older := make([]uint64, 6)
+	few := []uint64{0, 0, 0, 0, minSamples - 1, 0}
+	if d := windowDelay(older, few, buckets); d != 0 {
+		t.Errorf("%d waits of 3-4 ms: delay %v, want 0", minSamples-1, d)
+	}
+	enough := []uint64{0, 0, 0, 0, minSamples, 0}
+	if d := windowDelay(older, enough, buckets); d < 3*time.Millisecond || d > 4*time.Millisecond {
+		t.Errorf("%d waits of 3-4 ms: delay %v, want 3-4 ms", minSamples, d)
+	}
+}
+
 func TestNextProbability(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct {
