@@ -120,3 +120,19 @@ func TestDropBlock(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestWithSockets: deploy/base's own multisocket line gives way to the
+// case's count, or to none.
+func TestWithSockets(t *testing.T) {
+	base := serverConfigs("../..")[keyOurs]
+	p := ports{dns: 1053, health: 1080, ready: 1081, metrics: 1082}
+	for n, want := range map[int]int{1: 0, 2: 1} {
+		text, err := withSockets(base, n).corefile(p, "/kc", "127.0.0.2:5300")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(text, "multisocket"); got != want || (n > 1 && !strings.Contains(text, "multisocket 2")) {
+			t.Errorf("%d sockets: %d multisocket lines in\n%s", n, got, text)
+		}
+	}
+}

@@ -80,19 +80,18 @@ func (m *measurer) fixedLoad(ctx context.Context, s *server, r *socketResult) er
 	return nil
 }
 
-// withSockets is the configuration with multisocket N (none for 1).
+// withSockets is the configuration with n listening sockets: its own
+// multisocket line (deploy/base has one) replaced by multisocket n, or by
+// none for 1.
 func withSockets(sc serverConfig, n int) serverConfig {
-	if n <= 1 {
-		return sc
-	}
 	inner := sc.corefile
 	sc.corefile = func(p ports, kc, up string) (string, error) {
 		text, err := inner(p, kc, up)
-		if err != nil {
-			return "", err
+		if err != nil || n <= 1 {
+			return dropBlock(text, "multisocket"), err
 		}
 		bind := regexp.MustCompile(`(?m)^(\s*)bind 127\.0\.0\.1$`)
-		return bind.ReplaceAllString(text, "${1}bind 127.0.0.1\n${1}multisocket "+strconv.Itoa(n)), nil
+		return bind.ReplaceAllString(dropBlock(text, "multisocket"), "${1}bind 127.0.0.1\n${1}multisocket "+strconv.Itoa(n)), nil
 	}
 	sc.Key = fmt.Sprintf("%s-multisocket-%d", sc.Key, n)
 	return sc
