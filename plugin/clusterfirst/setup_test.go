@@ -13,6 +13,8 @@ import (
 	"github.com/schemadns/schemadns/plugin/kubeschema"
 	"github.com/schemadns/schemadns/plugin/mesosschema"
 	"github.com/schemadns/schemadns/plugin/multicluster"
+
+	"github.com/schemadns/schemadns/plugin/pkg/stanza/stanzatest"
 )
 
 func TestClusterfirstParse(t *testing.T) {
@@ -41,15 +43,8 @@ func TestClusterfirstParse(t *testing.T) {
 		{corefile: "clusterfirst\nclusterfirst", err: plugin.ErrOnce.Error()},
 	}
 	for _, tc := range tests {
-		cf, err := parse(caddy.NewTestController("dns", tc.corefile))
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: error %v, want one with %q", tc.corefile, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tc.corefile, err)
+		cf, ok := stanzatest.Parse(t, tc.corefile, tc.err, parse)
+		if !ok {
 			continue
 		}
 		if !slices.Equal(cf.Zones, tc.zones) || cf.sampler.target != tc.target || cf.sampler.bound != tc.bound {

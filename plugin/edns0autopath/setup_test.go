@@ -6,6 +6,8 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/schemadns/schemadns/plugin/pkg/searchpath"
+
+	"github.com/schemadns/schemadns/plugin/pkg/stanza/stanzatest"
 )
 
 func TestEdns0autopathSetup(t *testing.T) {
@@ -32,15 +34,8 @@ func TestEdns0autopathSetup(t *testing.T) {
 		{corefile: "edns0autopath\nedns0autopath", err: "only once"},
 	}
 	for _, tc := range tests {
-		a, err := parse(caddy.NewTestController("dns", tc.corefile))
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: error %v, want one with %q", tc.corefile, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tc.corefile, err)
+		a, ok := stanzatest.Parse(t, tc.corefile, tc.err, parse)
+		if !ok {
 			continue
 		}
 		if strings.Join(a.Zones, " ") != strings.Join(tc.zones, " ") || a.code != tc.code || a.maxPaths != tc.max || a.form.Domain("ns") != tc.domain {

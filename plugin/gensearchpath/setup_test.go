@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/coredns/caddy"
+
+	"github.com/schemadns/schemadns/plugin/pkg/stanza/stanzatest"
 )
 
 func TestGensearchpathSetup(t *testing.T) {
@@ -44,15 +46,8 @@ func TestGensearchpathSetup(t *testing.T) {
 		{corefile: "gensearchpath ap.k8s.io cluster.local v1 {\n forward 10.96.0.10\n}\ngensearchpath ap.k8s.io cluster.local v1 {\n forward 10.96.0.10\n}", err: "only once"},
 	}
 	for _, tc := range tests {
-		g, err := parseStanza(caddy.NewTestController("dns", tc.corefile))
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: error %v, want one with %q", tc.corefile, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tc.corefile, err)
+		g, ok := stanzatest.Parse(t, tc.corefile, tc.err, parseStanza)
+		if !ok {
 			continue
 		}
 		var upstream []string

@@ -1,11 +1,10 @@
 package hold
 
 import (
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/coredns/caddy"
+	"github.com/schemadns/schemadns/plugin/pkg/stanza/stanzatest"
 )
 
 func TestHoldSetup(t *testing.T) {
@@ -24,15 +23,8 @@ func TestHoldSetup(t *testing.T) {
 		{corefile: "hold {\n backoff 1s\n}", err: `unknown property "backoff"`},
 		{corefile: "hold\nhold", err: "only be used once"},
 	} {
-		h, err := parse(caddy.NewTestController("dns", tc.corefile))
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: error %v, want one with %q", tc.corefile, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tc.corefile, err)
+		h, ok := stanzatest.Parse(t, tc.corefile, tc.err, parse)
+		if !ok {
 			continue
 		}
 		if h.window != tc.window || h.first != firstPause || h.most != maxPause {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/schemadns/schemadns/test/childproc"
+	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // errStopped means the cluster was stopped for good by Stop.
@@ -212,13 +213,4 @@ func describe(body string, err error) string {
 }
 
 // sleep waits d or until ctx ends, whose error it returns.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+var sleep = toolflags.SleepCtx
