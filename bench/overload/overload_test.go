@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestRunLoad(t *testing.T) {
 		pool.cluster = append(pool.cluster, packQuery(n))
 	}
 	ended := false
-	spec := loadSpec{server: mustAddrPort(pc.LocalAddr().String()), rate: 2000, duration: time.Second, external: 0.25,
+	spec := loadSpec{server: netip.MustParseAddrPort(pc.LocalAddr().String()), rate: 2000, duration: time.Second, external: 0.25,
 		clients: 4, timeout: 500 * time.Millisecond, queries: pool, onEnd: func(time.Time) { ended = true }}
 	r, err := runLoad(context.Background(), spec)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -139,7 +140,7 @@ func recoveryText(r *runResult) string {
 
 func dropsText(r *runResult) string {
 	var parts []string
-	for _, k := range slices.Sorted(mapsKeys(r.Shed)) {
+	for _, k := range slices.Sorted(maps.Keys(r.Shed)) {
 		if r.Shed[k] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %s", k, toolreport.Thousands(int(r.Shed[k]))))
 		}
@@ -148,16 +149,6 @@ func dropsText(r *runResult) string {
 		return "none"
 	}
 	return strings.Join(parts, "; ")
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // goals judges the targets on ours at 2× and 4× saturation.

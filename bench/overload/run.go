@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -273,19 +274,11 @@ func (m *measurer) ramp(ctx context.Context, s *server, rate int) (int, []calibr
 		}
 		best = max(best, step.PerSecond)
 	}
-	return int(max(best, step0(steps))), steps, nil
-}
-
-// step0 is the first step's answers a second (the ramp's floor).
-func step0(steps []calibrationStep) float64 {
-	if len(steps) == 0 {
-		return 0
-	}
-	return steps[0].PerSecond
+	return int(best), steps, nil
 }
 
 func (m *measurer) spec(s *server, rate int, d time.Duration) loadSpec {
-	return loadSpec{server: mustAddrPort(s.addr()), rate: rate, duration: d, external: m.cfg.external,
+	return loadSpec{server: netip.MustParseAddrPort(s.addr()), rate: rate, duration: d, external: m.cfg.external,
 		clients: m.cfg.clients, timeout: m.cfg.timeout, queries: m.pool}
 }
 

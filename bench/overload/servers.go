@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,5 +201,3 @@ func (s *server) waitServing(ctx context.Context, name string, within time.Durat
 		}
 	}
 }
-
-func mustAddrPort(addr string) netip.AddrPort { return netip.MustParseAddrPort(addr) }

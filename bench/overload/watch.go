@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,7 +180,7 @@ const (
 // recovery is the time from end to the first of the answers that show the
 // server recovered; recoveryLimit when it did not within that.
 func recovery(ctx context.Context, addr, name string, end time.Time) time.Duration {
-	conn, err := net.DialUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 2, 1)}, net.UDPAddrFromAddrPort(mustAddrPort(addr)))
+	conn, err := net.DialUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 2, 1)}, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(addr)))
 	if err != nil {
 		return recoveryLimit
 	}
