@@ -126,10 +126,13 @@ soak: build tools deps ## run the reliability scenarios (Kubernetes: churn, forc
 # `make e2e-clean` stops and removes it. SCALE=thresholds runs the relist
 # at S5, the Kubernetes scalability thresholds, instead (about 40 minutes;
 # docs/e2e-thresholds.md, and its table in docs/e2e.md); add
-# E2EFLAGS=-thresholds-scale=0.1 for a tenth of it.
+# E2EFLAGS=-thresholds-scale=0.1 for a tenth of it. SCALE=disruptions runs
+# the disruptions (killed pods, node-local updates, a drain) with and
+# without node-local, ours and stock (about 12 minutes;
+# docs/e2e-disruptions.md, and its table in docs/e2e.md).
 # (SCALE is the one bench, absorb and soak take; default here too.)
 E2EFLAGS ?=
-e2e: image ## run deploy/ in a real one-node cluster (as root); writes docs/e2e.md (SCALE=thresholds: the relist at S5)
+e2e: image ## run deploy/ in a real one-node cluster (as root); writes docs/e2e.md (SCALE=thresholds: the relist at S5; SCALE=disruptions: killed pods, rollouts, a drain)
 	hack/deps.sh e2e
 	hack/tools.sh e2e >/dev/null
 	$(GO) build -o bin/e2e ./test/e2e

@@ -32,45 +32,8 @@ const nodeLocalIP = "169.254.20.10"
 func (e *e2e) checkNodeLocal(ctx context.Context) error {
 	const section = "5. node-local autopath"
 	// The load clients are done: their queries would blur the counts.
-	for _, p := range []string{"load-glibc", "load-musl"} {
-		_ = e.n.client().CoreV1().Pods(appNS).Delete(ctx, p, metav1.DeleteOptions{})
-	}
-	root, err := kubeapi.RepoRoot()
-	if err != nil {
-		return err
-	}
-	corefile, err := os.ReadFile(filepath.Join(root, "deploy", "components", "node-local", "Corefile"))
-	if err != nil {
-		return err
-	}
-	// The one change an operator whose kube-dns is elsewhere makes.
-	corefile = []byte(strings.ReplaceAll(string(corefile), "10.96.0.10", dnsVIP))
-	dir, err := overlay("node-local", "overlays/node-local", e.ourTag, `configMapGenerator:
-  - name: node-local-dns
-    namespace: kube-system
-    behavior: replace
-    files:
-      - Corefile
-`)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "Corefile"), corefile, 0o644); err != nil {
-		return err
-	}
-	if _, err := e.n.kubectlRun(ctx, nil, "apply", "-k", dir); err != nil {
-		return err
-	}
-	err = waitFor(ctx, 3*time.Minute, "DaemonSet node-local-dns ready", func() error {
-		ds, err := e.n.client().AppsV1().DaemonSets(dnsNS).Get(ctx, "node-local-dns", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if ds.Status.DesiredNumberScheduled == 0 || ds.Status.NumberReady != ds.Status.DesiredNumberScheduled {
-			return fmt.Errorf("%d of %d ready", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
-		}
-		return nil
-	})
+	e.stopLoad(ctx, loadClients)
+	err := e.applyNodeLocal(ctx)
 	if !e.rep.assert(section, "the node-local DaemonSet is ready on "+nodeLocalIP, err == nil, "%s", errText(err)) {
 		return err
 	}
@@ -110,6 +73,53 @@ func (e *e2e) checkNodeLocal(ctx context.Context) error {
 	e.rep.assert(section, "a ClusterFirst pod made after kubelet's clusterDNS moved to "+nodeLocalIP+" resolves web through it",
 		err == nil && firstField(conf) == web.Spec.ClusterIP, "%s %s", firstField(conf), errText(err))
 	return nil
+}
+
+// applyNodeLocal applies the node-local overlay, its Corefile pointed at
+// this cluster's kube-dns, and waits until its DaemonSet is ready.
+func (e *e2e) applyNodeLocal(ctx context.Context) error {
+	root, err := kubeapi.RepoRoot()
+	if err != nil {
+		return err
+	}
+	corefile, err := os.ReadFile(filepath.Join(root, "deploy", "components", "node-local", "Corefile"))
+	if err != nil {
+		return err
+	}
+	// The one change an operator whose kube-dns is elsewhere makes.
+	corefile = []byte(strings.ReplaceAll(string(corefile), "10.96.0.10", dnsVIP))
+	dir, err := overlay("node-local", "overlays/node-local", e.ourTag, `configMapGenerator:
+  - name: node-local-dns
+    namespace: kube-system
+    behavior: replace
+    files:
+      - Corefile
+`)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Corefile"), corefile, 0o644); err != nil {
+		return err
+	}
+	if _, err := e.n.kubectlRun(ctx, nil, "apply", "-k", dir); err != nil {
+		return err
+	}
+	return e.waitDaemonSetReady(ctx, oursNodeLocal)
+}
+
+// waitDaemonSetReady waits until every pod a DaemonSet schedules is
+// ready.
+func (e *e2e) waitDaemonSetReady(ctx context.Context, name string) error {
+	return waitFor(ctx, 3*time.Minute, "DaemonSet "+name+" ready", func() error {
+		ds, err := e.n.client().AppsV1().DaemonSets(dnsNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if ds.Status.DesiredNumberScheduled == 0 || ds.Status.NumberReady != ds.Status.DesiredNumberScheduled {
+			return fmt.Errorf("%d of %d ready", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
+		}
+		return nil
+	})
 }
 
 // nodeLocalRequests sums the node-local cache's DNS requests.

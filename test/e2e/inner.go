@@ -47,6 +47,8 @@ type e2e struct {
 	ourTag   string // its tag, for the kustomize override
 	start    time.Time
 	thr      *thresholdsRun // a thresholds run's findings, once S5 is loaded
+	// disruptionRows are the clients' lookups through each disruption.
+	disruptionRows []disruptionRow
 }
 
 // inner starts the cluster, runs every check and writes the report. It
@@ -60,8 +62,11 @@ func inner(o options) error {
 		defer stop()
 	}
 	rep := newReport()
-	if o.thresholds() {
+	switch o.scale {
+	case scaleThresholds:
 		rep = newThresholdsReport()
+	case scaleDisruptions:
+		rep = newDisruptionsReport()
 	}
 	e := &e2e{o: o, rep: rep, start: time.Now()}
 	err := e.run(ctx)
@@ -71,7 +76,7 @@ func inner(o options) error {
 	if werr := e.rep.write(o.out); werr != nil {
 		err = errors.Join(err, werr)
 	}
-	if o.thresholds() {
+	if o.scale != scaleDefault {
 		if werr := e.rep.spliceInto(o.summary); werr != nil {
 			err = errors.Join(err, werr)
 		}
@@ -111,8 +116,11 @@ func (e *e2e) run(ctx context.Context) error {
 	if e.stub, err = startStub(); err != nil {
 		return err
 	}
-	if e.o.thresholds() {
+	switch e.o.scale {
+	case scaleThresholds:
 		return e.runSteps(ctx, e.thresholdsSteps())
+	case scaleDisruptions:
+		return e.runSteps(ctx, e.disruptionsSteps())
 	}
 	return e.runSteps(ctx, []runStep{
 		{"stock CoreDNS installed", e.installStock},
@@ -122,6 +130,7 @@ func (e *e2e) run(ctx context.Context) error {
 		{"real controllers", e.checkControllers},
 		{"DNS pod killed", e.checkKill},
 		{"node-local autopath", e.checkNodeLocal},
+		{"disruptions through node-local", e.checkNodeLocalDisruptions},
 		{"multicluster", e.checkMulticluster},
 		{"memory limit under a forced relist", e.checkRelist},
 	})

@@ -67,11 +67,17 @@ func kv(s string) int {
 	return n
 }
 
-// counts are a phase's lookups.
+// counts are a phase's lookups; failFresh counts the failed lookups of
+// new names (isFresh).
 type counts struct {
 	ok, fail, slow, maxMs int
-	failed                []event
+	failFresh             int
+	failed, slowed        []event
 }
+
+// isFresh tells a new name of the load (the "{n}" of resolve.c: a pod
+// record) from the names the load asks again and again.
+func isFresh(name string) bool { return strings.Contains(name, ".pod.cluster.local") }
 
 // count adds up the ticks in [from, to) and the failures and slow lookups
 // started in it.
@@ -88,11 +94,15 @@ func (l loadLog) count(from, to time.Time) counts {
 	for _, ev := range l.fails {
 		if in(ev.at) {
 			c.failed = append(c.failed, ev)
+			if isFresh(ev.name) {
+				c.failFresh++
+			}
 		}
 	}
 	for _, ev := range l.slows {
 		if in(ev.at) {
 			c.slow++
+			c.slowed = append(c.slowed, ev)
 		}
 	}
 	return c
@@ -111,6 +121,22 @@ func (c counts) examples() string {
 		parts = append(parts, fmt.Sprintf("%s at %s after %d ms: %s", ev.name, ev.at.Format("15:04:05.000"), ev.ms, ev.error))
 	}
 	return "; " + strings.Join(parts, "; ")
+}
+
+// timeline says when, from t, the first and last failed and slow lookups
+// started, for the log.
+func (c counts) timeline(t time.Time) string {
+	span := func(what string, evs []event) string {
+		if len(evs) == 0 {
+			return ""
+		}
+		var names []string
+		for i := 0; i < len(evs) && i < 3; i++ {
+			names = append(names, evs[i].name)
+		}
+		return fmt.Sprintf("%s started %+.1f s to %+.1f s (%s); ", what, evs[0].at.Sub(t).Seconds(), evs[len(evs)-1].at.Sub(t).Seconds(), strings.Join(names, ", "))
+	}
+	return span("failed", c.failed) + span("slow", c.slowed)
 }
 
 // execOutput runs a command and returns its stdout; stderr is in the error.

@@ -53,8 +53,9 @@ type options struct {
 func (o options) thresholds() bool { return o.scale == scaleThresholds }
 
 const (
-	scaleDefault    = "default"
-	scaleThresholds = "thresholds"
+	scaleDefault     = "default"
+	scaleThresholds  = "thresholds"
+	scaleDisruptions = "disruptions"
 )
 
 func parseFlags() options {
@@ -64,9 +65,9 @@ func parseFlags() options {
 	flag.StringVar(&o.out, "out", "", "the report (Markdown; the figures as JSON beside it); default docs/e2e.md, docs/e2e-thresholds.md with -scale thresholds")
 	flag.BoolVar(&o.keep, "keep", false, "leave the cluster running at the end, even after a failure, for a look around: the run prints how to reach it; bin/e2e -clean stops and removes it, and no new run starts until then")
 	flag.IntVar(&o.relistSvc, "relist-services", 10000, "headless services × 10 endpoints (the S2 shape) loaded for the forced-relist check")
-	flag.StringVar(&o.scale, "scale", scaleDefault, "default: the checks of docs/e2e.md; thresholds: the relist of each DNS server at S5, the Kubernetes scalability thresholds (docs/e2e-thresholds.md)")
+	flag.StringVar(&o.scale, "scale", scaleDefault, "default: the checks of docs/e2e.md; thresholds: the relist of each DNS server at S5, the Kubernetes scalability thresholds (docs/e2e-thresholds.md); disruptions: killed pods, node-local rollouts and a drain, with and without node-local, ours and stock (docs/e2e-disruptions.md)")
 	flag.Float64Var(&o.thresholdsScale, "thresholds-scale", 1, "with -scale thresholds: S5's services and pods times this (0.1 for a quick run)")
-	flag.StringVar(&o.summary, "summary", "docs/e2e.md", "with -scale thresholds: the default run's report, whose thresholds section the run replaces")
+	flag.StringVar(&o.summary, "summary", "docs/e2e.md", "with -scale thresholds or disruptions: the default run's report, whose section of that scale the run replaces")
 	flag.DurationVar(&o.deadline, "deadline", 0, "stop the run, and clean up, after this long (default: none; 150m with -scale thresholds)")
 	cleanOnly := flag.Bool("clean", false, "only stop and remove what an earlier run left behind: a cluster kept by -keep, or what a killed run left")
 	flag.Parse()
@@ -76,8 +77,9 @@ func parseFlags() options {
 		if o.deadline == 0 {
 			o.deadline = thresholdsDeadline
 		}
+	case scaleDisruptions:
 	default:
-		fmt.Fprintf(os.Stderr, "e2e: -scale %q: want %s or %s\n", o.scale, scaleDefault, scaleThresholds)
+		fmt.Fprintf(os.Stderr, "e2e: -scale %q: want %s, %s or %s\n", o.scale, scaleDefault, scaleThresholds, scaleDisruptions)
 		os.Exit(2)
 	}
 	if o.thresholdsScale <= 0 || o.thresholdsScale > 1 {
@@ -86,8 +88,8 @@ func parseFlags() options {
 	}
 	if o.out == "" {
 		o.out = "docs/e2e.md"
-		if o.thresholds() {
-			o.out = "docs/e2e-thresholds.md"
+		if o.scale != scaleDefault {
+			o.out = "docs/e2e-" + o.scale + ".md"
 		}
 	}
 	if *cleanOnly {

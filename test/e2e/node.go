@@ -566,6 +566,12 @@ func (d *daemon) stop() {
 
 // waitFor polls check every 200 ms until it returns nil or timeout passes.
 func waitFor(ctx context.Context, timeout time.Duration, what string, check func() error) error {
+	return pollUntil(ctx, timeout, 200*time.Millisecond, what, check)
+}
+
+// pollUntil polls check every period until it returns nil or timeout
+// passes.
+func pollUntil(ctx context.Context, timeout, period time.Duration, what string, check func() error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -576,7 +582,7 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, check func
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(period):
 		}
 	}
 }

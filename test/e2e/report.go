@@ -17,9 +17,12 @@ type report struct {
 	mu sync.Mutex
 	// title, command and intro head the page: what made it and what ran.
 	title, command, intro string
-	// section renders the part of the page that a thresholds run also
-	// puts into the default run's page (summary: that copy), in
-	// thresholds.go; nil for none.
+	// scale is the run's -scale; a run other than the default one puts
+	// its section into the default run's page too.
+	scale string
+	// section renders the part of the page that a run of another scale
+	// also puts into the default run's page (summary: that copy), in
+	// thresholdsreport.go and disruptions.go; nil for none.
 	section func(summary bool) string
 	// data, if set, gives the figures of the section for the JSON.
 	data    func() any
@@ -56,7 +59,7 @@ type step struct {
 
 func newReport() *report {
 	return &report{title: "A real cluster: what `make e2e` proved", command: "make e2e", intro: clusterDescription + keepUsage,
-		Started: time.Now().UTC()}
+		scale: scaleDefault, Started: time.Now().UTC()}
 }
 
 // assert records a check; detail says what was seen.
@@ -124,29 +127,47 @@ func (r *report) write(path string) error {
 	if err := os.WriteFile(strings.TrimSuffix(path, ".md")+".json", append(js, '\n'), 0o644); err != nil {
 		return err
 	}
-	// The thresholds section of the page this run replaces, kept as it is:
-	// only a thresholds run writes it.
+	// The sections of other scales on the page this run replaces, kept as
+	// they are: only a run of that scale writes its own.
 	old, _ := os.ReadFile(path)
-	return os.WriteFile(path, []byte(r.markdown(thresholdsSectionOf(string(old)))), 0o644)
+	return os.WriteFile(path, []byte(r.markdown(carriedSections(string(old)))), 0o644)
 }
 
-// The marks around the thresholds section of the default run's page.
-const (
-	sectionBegin = "<!-- written by make e2e SCALE=thresholds: begin -->"
-	sectionEnd   = "<!-- written by make e2e SCALE=thresholds: end -->"
-)
+// splicedRun is a run of another scale whose section the default run's
+// page carries, between marks that only that run rewrites.
+type splicedRun struct {
+	scale, heading string
+}
 
-// thresholdsSectionOf is the marked thresholds section of a page, marks
-// included, or one that says it has not been run.
-func thresholdsSectionOf(page string) string {
-	from := strings.Index(page, sectionBegin)
-	to := strings.Index(page, sectionEnd)
-	if from < 0 || to < from {
-		return sectionBegin + "\n" + thresholdsHeading +
-			"Not run yet: `make e2e SCALE=thresholds` writes it here, and the whole run in [e2e-thresholds.md](e2e-thresholds.md).\n" +
-			sectionEnd + "\n"
+// splicedRuns are the runs whose sections the default run's page carries,
+// in the order the page has them.
+var splicedRuns = []splicedRun{
+	{scaleThresholds, thresholdsHeading},
+	{scaleDisruptions, disruptionsHeading},
+}
+
+// sectionMarks are the marks around a scale's section of the default
+// run's page.
+func sectionMarks(scale string) (begin, end string) {
+	return "<!-- written by make e2e SCALE=" + scale + ": begin -->", "<!-- written by make e2e SCALE=" + scale + ": end -->"
+}
+
+// carriedSections are the marked sections of a page, marks included, one
+// per spliced run, each as the page has it or one that says it has not
+// been run.
+func carriedSections(page string) string {
+	var b strings.Builder
+	for _, run := range splicedRuns {
+		begin, end := sectionMarks(run.scale)
+		from, to := strings.Index(page, begin), strings.Index(page, end)
+		if from < 0 || to < from {
+			fmt.Fprintf(&b, "%s\n%sNot run yet: `make e2e SCALE=%s` writes it here, and the whole run in [e2e-%s.md](e2e-%s.md).\n%s\n",
+				begin, run.heading, run.scale, run.scale, run.scale, end)
+			continue
+		}
+		b.WriteString(page[from:to+len(end)] + "\n")
 	}
-	return page[from:to+len(sectionEnd)] + "\n"
+	return b.String()
 }
 
 // spliceInto puts this run's section into the page at path, in place of
@@ -155,27 +176,28 @@ func (r *report) spliceInto(path string) error {
 	if r.section == nil {
 		return nil
 	}
+	begin, end := sectionMarks(r.scale)
 	r.mu.Lock()
-	block := sectionBegin + "\n" + r.section(true) + sectionEnd + "\n"
+	block := begin + "\n" + r.section(true) + end + "\n"
 	r.mu.Unlock()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("the default run's page: %w", err)
 	}
 	page := string(b)
-	from, to := strings.Index(page, sectionBegin), strings.Index(page, sectionEnd)
+	from, to := strings.Index(page, begin), strings.Index(page, end)
 	if from < 0 || to < from {
 		page = strings.TrimRight(page, "\n") + "\n\n" + block
 	} else {
-		rest := strings.TrimPrefix(page[to+len(sectionEnd):], "\n")
+		rest := strings.TrimPrefix(page[to+len(end):], "\n")
 		page = page[:from] + block + rest
 	}
 	return os.WriteFile(path, []byte(page), 0o644)
 }
 
-// markdown is the page; carried is a section kept from the page it
-// replaces (the thresholds one, on the default run's page), put before
-// the checks.
+// markdown is the page; carried are the sections kept from the page it
+// replaces (those of the other scales, on the default run's page), put
+// before the checks.
 func (r *report) markdown(carried string) string {
 	var b strings.Builder
 	passed := len(r.Checks)

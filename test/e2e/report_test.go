@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestThresholdsSection: a thresholds run puts its section into the
-// default run's page, in place of the one there; a default run keeps it
-// as it finds it, or says it was not run.
-func TestThresholdsSection(t *testing.T) {
+// TestSplicedSections: a thresholds or disruptions run puts its section
+// into the default run's page, in place of the one there; a default run
+// keeps each as it finds it, or says it was not run.
+func TestSplicedSections(t *testing.T) {
 	dir := t.TempDir()
 	page := filepath.Join(dir, "e2e.md")
 	def := newReport()
@@ -25,25 +25,46 @@ func TestThresholdsSection(t *testing.T) {
 		}
 		return string(b)
 	}
-	if got := read(); !strings.Contains(got, "Not run yet") || strings.Index(got, sectionEnd) > strings.Index(got, "## Checks") {
-		t.Fatalf("a first default page has no placeholder before its checks:\n%s", got)
+	// section is the page's marked section of a scale.
+	section := func(page, scale string) string {
+		begin, end := sectionMarks(scale)
+		from, to := strings.Index(page, begin), strings.Index(page, end)
+		if strings.Count(page, begin) != 1 || to < from {
+			t.Fatalf("no single %s section:\n%s", scale, page)
+		}
+		return page[from:to]
 	}
-	thr := newThresholdsReport()
-	for _, table := range []string{"| first |\n", "| second |\n"} {
-		thr.section = func(summary bool) string { return thresholdsHeading + table }
-		if err := thr.spliceInto(page); err != nil {
-			t.Fatal(err)
+	first := read()
+	for _, run := range splicedRuns {
+		_, end := sectionMarks(run.scale)
+		if !strings.Contains(section(first, run.scale), "Not run yet") || strings.Index(first, end) > strings.Index(first, "## Checks") {
+			t.Fatalf("a first default page has no %s placeholder before its checks:\n%s", run.scale, first)
 		}
 	}
-	got := read()
-	if strings.Count(got, sectionBegin) != 1 || !strings.Contains(got, "| second |") || strings.Contains(got, "| first |") || strings.Contains(got, "Not run yet") {
-		t.Fatalf("after two thresholds runs:\n%s", got)
+	runs := map[string]*report{scaleThresholds: newThresholdsReport(), scaleDisruptions: newDisruptionsReport()}
+	for _, run := range splicedRuns {
+		r := runs[run.scale]
+		for _, table := range []string{"| first |\n", "| second |\n"} {
+			r.section = func(summary bool) string { return run.heading + table }
+			if err := r.spliceInto(page); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	if err := def.write(page); err != nil {
-		t.Fatal(err)
-	}
-	if again := read(); !strings.Contains(again, "| second |") || strings.Count(again, sectionBegin) != 1 {
-		t.Fatalf("a default run dropped the thresholds section:\n%s", again)
+	for _, again := range []bool{false, true} {
+		if again {
+			// A default run keeps both.
+			if err := def.write(page); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := read()
+		for _, run := range splicedRuns {
+			s := section(got, run.scale)
+			if !strings.Contains(s, run.heading+"| second |") || strings.Contains(s, "| first |") || strings.Contains(s, "Not run yet") {
+				t.Fatalf("after two %s runs (and a default run: %v):\n%s", run.scale, again, got)
+			}
+		}
 	}
 }
 

@@ -78,6 +78,7 @@ func newThresholdsReport() *report {
 	r := newReport()
 	r.title = "The relist at the Kubernetes scalability thresholds: what `make e2e SCALE=thresholds` measured"
 	r.command = "make e2e SCALE=thresholds"
+	r.scale = scaleThresholds
 	r.intro = clusterDescription + thresholdsClusterNote
 	return r
 }

@@ -19,6 +19,10 @@
  *       "fail <unix ms started> NAME <ms> <error>", each success slower
  *       than a second as "slow <unix ms started> NAME <ms>"; at the end
  *       "total ok=N fail=N slow=N".
+ *       A name with "{n}" in it is a new name at every lookup: "{n}" becomes
+ *       "A-B-C", the octets of a 24-bit counter that starts from the clock,
+ *       so that no cache can hold it (10-{n}.ns.pod.cluster.local. is a pod
+ *       record any cluster DNS with "pods insecure" answers).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -167,7 +171,23 @@ static struct {
 	int ok, fail, maxms;
 	long long total_ok, total_fail, total_slow;
 	unsigned next;     /* the next name */
+	unsigned fresh;    /* the counter of "{n}" */
 } L = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/*
+ * expand writes name into buf with its "{n}" (if any) replaced by the
+ * octets of n, and returns buf.
+ */
+static const char *expand(const char *name, unsigned n, char *buf, size_t len)
+{
+	const char *at = strstr(name, "{n}");
+
+	if (at == NULL)
+		return name;
+	snprintf(buf, len, "%.*s%u-%u-%u%s", (int)(at - name), name,
+		 (n >> 16) & 255, (n >> 8) & 255, n & 255, at + 3);
+	return buf;
+}
 
 /* flush_tick prints the finished second's tick; L.mu is held. */
 static void flush_tick(long long sec)
@@ -218,7 +238,7 @@ static double ts_diff_ns(const struct timespec *a, const struct timespec *b)
 static void *worker(void *arg)
 {
 	struct timespec next, now;
-	char buf[4096];
+	char buf[4096], expanded[256];
 
 	(void)arg;
 	clock_gettime(CLOCK_MONOTONIC, &next);
@@ -231,7 +251,7 @@ static void *worker(void *arg)
 		if (L.stop)
 			break;
 		pthread_mutex_lock(&L.mu);
-		name = L.names[L.next++ % L.nnames];
+		name = expand(L.names[L.next++ % L.nnames], L.fresh++, expanded, sizeof expanded);
 		pthread_mutex_unlock(&L.mu);
 		started = now_ms(CLOCK_REALTIME);
 		t0 = now_ms(CLOCK_MONOTONIC);
@@ -277,6 +297,8 @@ static int cmd_loop(int argc, char **argv)
 	L.names = argv + optind;
 	L.nnames = argc - optind;
 	L.interval_ns = 1e9 * threads / rate;
+	/* A restarted client asks names it has not asked in the last hours. */
+	L.fresh = (unsigned)(now_ms(CLOCK_REALTIME) / 1000 * 150);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_stop;
 	sigaction(SIGTERM, &sa, NULL);
