@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -254,7 +255,7 @@ func TestDeployWiring(t *testing.T) {
 		})
 		if c.has("node-local") {
 			checkWiring(t, c.String(), r.find(t, "DaemonSet", "node-local-dns"), r.configOf(t, "DaemonSet", "node-local-dns")["Corefile"], wiring{
-				ready: "8181", health: "8080", metrics: "9253", host: "169.254.20.10",
+				ready: "8181", health: "8080", metrics: "9253", host: "169.254.20.10", surge: true,
 				corefile: []string{"ready 169.254.20.10:8181\n", "health 169.254.20.10:8080 {\n", "prometheus :9253\n", "bind 169.254.20.10\n"},
 			})
 		}
@@ -262,9 +263,13 @@ func TestDeployWiring(t *testing.T) {
 }
 
 // wiring is where a workload's probes and ports must point, and the
-// Corefile lines that listen there.
+// Corefile lines that listen there. surge: a host-network DaemonSet that
+// updates by starting the new pod beside the old one, so it declares no
+// ports (host ports, which would keep the new pod off the node) and names
+// its metrics port in the prometheus.io/port annotation.
 type wiring struct {
 	ready, health, metrics, host string
+	surge                        bool
 	corefile                     []string
 }
 
@@ -287,15 +292,41 @@ func checkWiring(t *testing.T, what string, w *unstructured.Unstructured, corefi
 	for _, p := range c.Ports {
 		ports[fmt.Sprintf("%d/%s", p.ContainerPort, p.Protocol)] = true
 	}
-	for _, p := range []string{"53/UDP", "53/TCP", want.metrics + "/TCP"} {
-		if !ports[p] {
-			t.Errorf("%s: %s declares no port %s (has %v)", what, w.GetName(), p, ports)
+	if want.surge {
+		checkSurge(t, what, w, want.metrics)
+	} else {
+		for _, p := range []string{"53/UDP", "53/TCP", want.metrics + "/TCP"} {
+			if !ports[p] {
+				t.Errorf("%s: %s declares no port %s (has %v)", what, w.GetName(), p, ports)
+			}
 		}
 	}
 	sc := c.SecurityContext
 	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.Capabilities == nil ||
 		!slices.Contains(sc.Capabilities.Add, "NET_BIND_SERVICE") || !slices.Contains(sc.Capabilities.Drop, "ALL") {
 		t.Errorf("%s: %s security context %+v, want non-root with only NET_BIND_SERVICE (the image's file capability)", what, w.GetName(), sc)
+	}
+}
+
+// checkSurge checks a DaemonSet that surges: maxSurge above 0 and
+// maxUnavailable 0, no declared ports, the metrics port annotated.
+func checkSurge(t *testing.T, what string, w *unstructured.Unstructured, metrics string) {
+	t.Helper()
+	var ds appsv1.DaemonSet
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(w.Object, &ds); err != nil {
+		t.Fatalf("%s: %s: %v", what, w.GetName(), err)
+	}
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	if ru == nil || ru.MaxSurge == nil || ru.MaxUnavailable == nil || ru.MaxSurge.String() == "0" || ru.MaxUnavailable.String() != "0" {
+		t.Errorf("%s: %s updates with %+v, want maxSurge above 0 and maxUnavailable 0", what, w.GetName(), ds.Spec.UpdateStrategy)
+	}
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if len(c.Ports) > 0 {
+			t.Errorf("%s: %s container %s declares ports %v: on the host network they are host ports, and the new pod of an update would not fit beside the old", what, w.GetName(), c.Name, c.Ports)
+		}
+	}
+	if got := ds.Spec.Template.Annotations["prometheus.io/port"]; got != metrics {
+		t.Errorf("%s: %s prometheus.io/port %q, want %s", what, w.GetName(), got, metrics)
 	}
 }
 
