@@ -30,6 +30,8 @@ var (
 	stockNodeLocalManifest []byte
 	//go:embed manifests/load-options.yaml
 	loadOptionsManifest []byte
+	//go:embed manifests/load-autopath.yaml
+	loadAutopathManifest []byte
 )
 
 // The node-local DaemonSets: deploy/components/node-local's and stock's.
@@ -38,10 +40,11 @@ const (
 	stockNodeLocal = "node-local-dns-stock"
 )
 
-// The load clients: the two of manifests/load.yaml, and those with
-// dnsConfig options.
+// The load clients: the two of manifests/load.yaml, those with dnsConfig
+// options, and the one with the KEP-2009 search path.
 var (
 	loadClients        = []string{"load-glibc", "load-musl"}
+	autopathClient     = "load-autopath"
 	loadOptionsClients = []string{"load-glibc-timeout1", "load-glibc-timeout1-attempts5", "load-glibc-reopen", "load-musl-timeout1", "load-musl-attempts5"}
 )
 
@@ -186,10 +189,11 @@ func everyReplicaTarget(c counts, o outcome) (string, bool) {
 // kubelet's clusterDNS moved to it.
 func (e *e2e) checkNodeLocalDisruptions(ctx context.Context) error {
 	const section = "9. disruptions through node-local"
-	if err := e.startLoad(ctx, loadManifest, loadClients); err != nil {
+	clients, err := e.startNodeLocalLoad(ctx)
+	if err != nil {
 		return err
 	}
-	defer e.stopLoad(ctx, loadClients)
+	defer e.stopLoad(ctx, clients)
 	for _, d := range []disruption{
 		// Every replica first (one of them may still be in kubelet's
 		// restart back-off from section 8), then the drain, which makes
@@ -199,13 +203,25 @@ func (e *e2e) checkNodeLocalDisruptions(ctx context.Context) error {
 		e.killOneReplica(),
 		e.rollNodeLocal(oursNodeLocal, "node-local rolling update (maxSurge)", noFailOneSlow),
 	} {
-		if err := e.disrupt(ctx, section, "ours, through node-local", loadClients, true, d); err != nil {
+		if err := e.disrupt(ctx, section, "ours, through node-local", clients, true, d); err != nil {
 			return err
 		}
 	}
 	e.rep.table("Lookups through each disruption ("+section+"; failed: of which new names, which no cache holds)",
 		disruptionHeader, e.disruptionCells())
 	return nil
+}
+
+// startNodeLocalLoad starts the load clients of manifests/load.yaml,
+// which kubelet now points at the node-local cache, and the autopath one.
+func (e *e2e) startNodeLocalLoad(ctx context.Context) ([]string, error) {
+	if err := e.startLoad(ctx, loadManifest, loadClients); err != nil {
+		return nil, err
+	}
+	if err := e.startLoad(ctx, loadAutopathManifest, []string{autopathClient}); err != nil {
+		return nil, err
+	}
+	return append(append([]string{}, loadClients...), autopathClient), nil
 }
 
 func (e *e2e) disruptionCells() [][]string {
@@ -595,12 +611,15 @@ const disruptionsExplained = `Each row is one load client's lookups (150 a secon
 getaddrinfo through kubelet's resolv.conf, ndots 5) from 3 s before the
 disruption until 10 s after the cluster was whole again. One lookup in five
 is a new name (a pod record no cache holds); "failed" says how many of the
-failures were those. A client's dnsConfig options are in its name
+failures were those. load-autopath has the KEP-2009 search path of
+deploy/components/node-local/example-pod.yaml (its lookups take
+gensearchpath, over UDP to the cluster DNS). A client's dnsConfig options
+are in its name
 (load-glibc-timeout1: ` + "`options timeout:1`" + `; load-glibc-reopen:
 ` + "`single-request-reopen`" + `). "Stock's node-local" is kubernetes'
 nodelocaldns addon in IPVS mode (its Corefile, its DaemonSet strategy,
-ports and probes) run by our binary: k8s-dns-node-cache cannot be built
-here. A drain on this one-node cluster cordons the node, evicts the cluster
+ports and probes) run by our binary: k8s-dns-node-cache's module,
+k8s.io/dns, is not served by the Go module proxy here. A drain on this one-node cluster cordons the node, evicts the cluster
 DNS pods with deploy/base's PDB in force, and uncordons the node once the
 PDB has refused the second eviction, standing in for the node a
 replacement would go to.
@@ -661,7 +680,8 @@ func (e *e2e) disruptOursNodeLocal(ctx context.Context) error {
 	if err := e.n.restartKubelet(ctx, nodeLocalIP); err != nil {
 		return fmt.Errorf("%w: %w", errFatal, err)
 	}
-	if err := e.startLoad(ctx, loadManifest, loadClients); err != nil {
+	clients, err := e.startNodeLocalLoad(ctx)
+	if err != nil {
 		return fmt.Errorf("%w: %w", errFatal, err)
 	}
 	for _, d := range []disruption{
@@ -674,7 +694,7 @@ func (e *e2e) disruptOursNodeLocal(ctx context.Context) error {
 		e.rollNodeLocal(oursNodeLocal, "node-local rolling update (maxSurge)", noFailOneSlow),
 		e.rollNodeLocalUnavailable(oursNodeLocal),
 	} {
-		if err := e.disrupt(ctx, setupOursNodeLocal, setupOursNodeLocal, loadClients, true, d); err != nil {
+		if err := e.disrupt(ctx, setupOursNodeLocal, setupOursNodeLocal, clients, true, d); err != nil {
 			return err
 		}
 	}
@@ -685,6 +705,8 @@ func (e *e2e) disruptOursNodeLocal(ctx context.Context) error {
 // clients lose their cache while one goes and the other comes: not
 // measured), the cluster DNS pods new again, out of any back-off.
 func (e *e2e) disruptStockNodeLocal(ctx context.Context) error {
+	// Stock's cache has no ap.k8s.io block.
+	e.stopLoad(ctx, []string{autopathClient})
 	err := e.n.client().AppsV1().DaemonSets(dnsNS).Delete(ctx, oursNodeLocal, metav1.DeleteOptions{})
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ slow 1700 www.external.test 5012
 tick 2000 ok=8 fail=2 maxms=5012
 fail 3500 web 1 Name or service not known
 tick 3000 ok=9 fail=1 maxms=4
+fail 3600 17-4-5-6.e2e.pod 2000 Temporary failure in name resolution
 `
 	l := parseLoadLog(log)
 	c := l.count(time.UnixMilli(1000), time.UnixMilli(3000))
@@ -25,6 +26,9 @@ tick 3000 ok=9 fail=1 maxms=4
 	want := "failed started +0.5 s to +0.6 s (web.e2e.svc.cluster.local, 10-1-2-3.e2e.pod.cluster.local.); slow started +0.7 s to +0.7 s (www.external.test); "
 	if got := c.timeline(time.UnixMilli(1000)); got != want {
 		t.Errorf("timeline = %q, want %q", got, want)
+	}
+	if c := l.count(time.UnixMilli(3000), time.UnixMilli(4000)); c.fail != 1 || c.failFresh != 1 || len(c.failed) != 2 {
+		t.Errorf("count [3 s, 4 s): fail %d fresh %d failed %d; want 1 (a tick's), 1 and 2", c.fail, c.failFresh, len(c.failed))
 	}
 }
 
