@@ -27,7 +27,7 @@ import (
 var outageBlocks = []struct {
 	qname, rec func(base string) string
 }{
-	// ap.k8s.io: gensearchpath to the cluster DNS over UDP.
+	// ap.k8s.io: gensearchpath to the cluster DNS (force_tcp).
 	{
 		func(b string) string { return b + ".search.default.cluster.local.ap.k8s.io." },
 		func(b string) string { return b + ".default.svc.cluster.local." }},

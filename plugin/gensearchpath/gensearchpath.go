@@ -49,6 +49,7 @@ type Gensearchpath struct {
 	fall bool            // pass the base name down the chain when all paths are NXDOMAIN
 
 	proxies  []*proxy.Proxy // the cluster DNS
+	forceTCP bool           // ask the cluster DNS over TCP only
 	maxfails uint32         // health-check failures before a proxy counts as down
 	turn     atomic.Uint32  // round robin over proxies
 }
@@ -218,7 +219,8 @@ func replyTo(r, res *dns.Msg) *dns.Msg {
 }
 
 // exchange sends m to the cluster DNS: upstreams in round robin, healthy
-// ones first; over UDP, and again over TCP when the reply is truncated; on
+// ones first; over UDP, and again over TCP when the reply is truncated (or
+// over TCP only, with force_tcp); on
 // an error the next upstream, and a health check of the one that failed. It
 // returns the reply and the number of queries sent.
 func (g *Gensearchpath) exchange(ctx context.Context, w dns.ResponseWriter, m *dns.Msg) (*dns.Msg, int, error) {
@@ -230,7 +232,7 @@ func (g *Gensearchpath) exchange(ctx context.Context, w dns.ResponseWriter, m *d
 			return nil, sent, ctx.Err()
 		}
 		var ret *dns.Msg
-		opts := proxy.Options{PreferUDP: true}
+		opts := proxy.Options{PreferUDP: !g.forceTCP, ForceTCP: g.forceTCP}
 		for try := 0; try < connectTries; try++ {
 			ret, _, _, err = p.Connect(ctx, state, opts)
 			if errors.Is(err, proxy.ErrCachedClosed) {

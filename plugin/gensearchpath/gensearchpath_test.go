@@ -261,6 +261,24 @@ var handlerCases = []handlerCase{
 	},
 }
 
+// TestGensearchpathForceTCP: with force_tcp every query to the cluster
+// DNS goes over TCP, the first try included.
+func TestGensearchpathForceTCP(t *testing.T) {
+	up := startClusterDNS(t, searchpath.DefaultCode)
+	g, _ := newTestPlugin(t, strings.Replace(stanza, "    fallthrough\n", "    fallthrough\n    force_tcp\n", 1), up.addr)
+	for _, name := range []string{"web", "big"} {
+		m := new(dns.Msg).SetQuestion(name+search, dns.TypeA)
+		w := dnstest.NewRecorder(&test.ResponseWriter{})
+		if rcode, err := g.ServeDNS(context.Background(), w, m); err != nil || w.Msg == nil || w.Msg.Rcode != dns.RcodeSuccess || len(w.Msg.Answer) < 2 {
+			t.Fatalf("%s: rcode %d, %v, reply %v", name, rcode, err, w.Msg)
+		}
+	}
+	want := []received{{name: "web.", option: v1Default, proto: "tcp"}, {name: "big.", option: v1Default, proto: "tcp"}}
+	if got := up.received(); !slices.Equal(got, want) {
+		t.Errorf("the cluster DNS got\n%+v\nwant\n%+v", got, want)
+	}
+}
+
 func TestGensearchpathServeDNS(t *testing.T) {
 	for _, tc := range handlerCases {
 		t.Run(tc.Qname, func(t *testing.T) {

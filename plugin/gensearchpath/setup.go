@@ -110,6 +110,11 @@ func (g *Gensearchpath) parseOption(c *caddy.Controller, to *[]string) error {
 			return c.ArgErr()
 		}
 		g.fall = true
+	case "force_tcp":
+		if len(args) != 0 {
+			return c.ArgErr()
+		}
+		g.forceTCP = true
 	default:
 		return c.Errf("unknown property %q", opt)
 	}

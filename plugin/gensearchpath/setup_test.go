@@ -23,6 +23,7 @@ func TestGensearchpathSetup(t *testing.T) {
 		host     []string
 		code     uint16
 		fall     bool
+		forceTCP bool
 		upstream []string
 	}{
 		{corefile: "gensearchpath ap.k8s.io cluster.local v1 {\n forward 10.96.0.10\n}",
@@ -30,6 +31,9 @@ func TestGensearchpathSetup(t *testing.T) {
 		{corefile: "gensearchpath ap.k8s.io. cluster.local. v1 {\n forward 10.96.0.10:1053 dns://[fd00::a]\n search corp.example.net. " + resolv + "\n option_code 65001\n fallthrough\n}",
 			host: []string{"corp.example.net", "c.example.internal", "example.internal"}, code: 65001, fall: true,
 			upstream: []string{"10.96.0.10:1053", "[fd00::a]:53"}},
+		{corefile: "gensearchpath ap.k8s.io cluster.local v1 {\n forward 10.96.0.10\n force_tcp\n}",
+			code: 65534, forceTCP: true, upstream: []string{"10.96.0.10:53"}},
+		{corefile: "gensearchpath ap.k8s.io cluster.local v1 {\n forward 10.96.0.10\n force_tcp yes\n}", err: "Wrong argument count"},
 		{corefile: "gensearchpath ap.k8s.io cluster.local {\n forward 10.96.0.10\n}", err: "SCHEMA"},
 		{corefile: "gensearchpath ap.k8s.io cluster.local v2 {\n forward 10.96.0.10\n}", err: `schema version "v2"`},
 		{corefile: "gensearchpath ap..io cluster.local v1 {\n forward 10.96.0.10\n}", err: "autopath suffix"},
@@ -54,8 +58,8 @@ func TestGensearchpathSetup(t *testing.T) {
 		for _, p := range g.proxies {
 			upstream = append(upstream, p.Addr())
 		}
-		if !slices.Equal(g.host, tc.host) || g.code != tc.code || g.fall != tc.fall || !slices.Equal(upstream, tc.upstream) {
-			t.Errorf("%q: host %q code %d fall %v upstream %q", tc.corefile, g.host, g.code, g.fall, upstream)
+		if !slices.Equal(g.host, tc.host) || g.code != tc.code || g.fall != tc.fall || g.forceTCP != tc.forceTCP || !slices.Equal(upstream, tc.upstream) {
+			t.Errorf("%q: host %q code %d fall %v force_tcp %v upstream %q", tc.corefile, g.host, g.code, g.fall, g.forceTCP, upstream)
 		}
 	}
 }
