@@ -302,17 +302,7 @@ func (e *e2e) checkInstalled(ctx context.Context) error {
 
 // dnsPods lists the cluster DNS Deployment's running pods.
 func (e *e2e) dnsPods(ctx context.Context) ([]corev1.Pod, error) {
-	pods, err := e.n.podsOf(ctx, dnsNS, map[string]string{"k8s-app": "kube-dns"})
-	if err != nil {
-		return nil, err
-	}
-	var live []corev1.Pod
-	for _, p := range pods {
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-			live = append(live, p)
-		}
-	}
-	return live, nil
+	return e.runningPods(ctx, dnsNS, "kube-dns")
 }
 
 // containerUID reads the real uid of a pod's first container's process

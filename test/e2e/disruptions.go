@@ -389,8 +389,8 @@ func containerStatus(p corev1.Pod, name string) (corev1.ContainerStatus, error) 
 	return corev1.ContainerStatus{}, fmt.Errorf("pod %s has no status of container %q", p.Name, name)
 }
 
-// runningPods lists a DaemonSet's running pods that are not terminating
-// (its pods carry k8s-app: <its name>).
+// runningPods lists the running pods labelled k8s-app: app that are not
+// terminating (a DaemonSet's pods carry its name there).
 func (e *e2e) runningPods(ctx context.Context, ns, app string) ([]corev1.Pod, error) {
 	pods, err := e.n.podsOf(ctx, ns, map[string]string{"k8s-app": app})
 	if err != nil {

@@ -133,13 +133,33 @@ func (c counts) timeline(t time.Time) string {
 		if len(evs) == 0 {
 			return ""
 		}
+		// A lookup is logged when it ends: the earliest to start may come
+		// later in the log.
+		first, last := evs[0].at, evs[0].at
 		var names []string
-		for i := 0; i < len(evs) && i < 3; i++ {
-			names = append(names, evs[i].name)
+		for i, ev := range evs {
+			first, last = minTime(first, ev.at), maxTime(last, ev.at)
+			if i < 3 {
+				names = append(names, ev.name)
+			}
 		}
-		return fmt.Sprintf("%s started %+.1f s to %+.1f s (%s); ", what, evs[0].at.Sub(t).Seconds(), evs[len(evs)-1].at.Sub(t).Seconds(), strings.Join(names, ", "))
+		return fmt.Sprintf("%s started %+.1f s to %+.1f s (%s); ", what, first.Sub(t).Seconds(), last.Sub(t).Seconds(), strings.Join(names, ", "))
 	}
 	return span("failed", c.failed) + span("slow", c.slowed)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // execOutput runs a command and returns its stdout; stderr is in the error.
