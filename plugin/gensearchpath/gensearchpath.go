@@ -35,6 +35,11 @@ const (
 	// connectTries bounds the attempts on one upstream: a stale cached
 	// connection and a retry over TCP after truncation.
 	connectTries = 3
+	// maxClosedCached bounds the cached connections found closed that
+	// one query goes through before a fresh one: a replica that exits
+	// closes every connection of the pool at once, and as forward does,
+	// they do not count as tries (the query got no reply on them).
+	maxClosedCached = 64
 )
 
 var errMismatch = errors.New("gensearchpath: the reply does not match the query")
@@ -233,10 +238,12 @@ func (g *Gensearchpath) exchange(ctx context.Context, w dns.ResponseWriter, m *d
 		}
 		var ret *dns.Msg
 		opts := proxy.Options{PreferUDP: !g.forceTCP, ForceTCP: g.forceTCP}
-		for try := 0; try < connectTries; try++ {
+		for try, closed := 0, 0; try < connectTries; try++ {
 			ret, _, _, err = p.Connect(ctx, state, opts)
-			if errors.Is(err, proxy.ErrCachedClosed) {
-				continue // the query never left
+			if errors.Is(err, proxy.ErrCachedClosed) && closed < maxClosedCached && ctx.Err() == nil {
+				closed++
+				try-- // not answered on a closed connection; the next Connect takes another
+				continue
 			}
 			sent++
 			if err == nil && ret.Truncated && !opts.ForceTCP {

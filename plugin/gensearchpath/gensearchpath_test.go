@@ -27,6 +27,7 @@ import (
 type clusterDNS struct {
 	addr string
 	code uint16
+	tcp  *dns.Server
 
 	mu   sync.Mutex
 	got  []received
@@ -50,11 +51,29 @@ func startClusterDNS(t *testing.T, code uint16) *clusterDNS {
 	}}
 	pc, l := listenUDPAndTCP(t)
 	c.addr = pc.LocalAddr().String()
-	for _, s := range []*dns.Server{{PacketConn: pc, Handler: c}, {Listener: l, Handler: c}} {
+	c.tcp = &dns.Server{Listener: l, Handler: c}
+	for _, s := range []*dns.Server{{PacketConn: pc, Handler: c}, c.tcp} {
 		go s.ActivateAndServe()
 		t.Cleanup(func() { s.Shutdown() })
 	}
 	return c
+}
+
+// restartTCP stops the TCP server, which closes every connection it has
+// accepted, as a replica that exits does, and serves TCP on the same
+// address again.
+func (c *clusterDNS) restartTCP(t *testing.T) {
+	t.Helper()
+	if err := c.tcp.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{Listener: l, Handler: c}
+	go srv.ActivateAndServe()
+	t.Cleanup(func() { srv.Shutdown() })
 }
 
 // listenUDPAndTCP opens UDP and TCP on one free loopback port. A port
@@ -276,6 +295,33 @@ func TestGensearchpathForceTCP(t *testing.T) {
 	want := []received{{name: "web.", option: v1Default, proto: "tcp"}, {name: "big.", option: v1Default, proto: "tcp"}}
 	if got := up.received(); !slices.Equal(got, want) {
 		t.Errorf("the cluster DNS got\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestGensearchpathClosedPool: a cluster DNS that exits closes every
+// connection gensearchpath keeps to it; the next query goes through all
+// of them, more than connectTries, to a fresh one and is answered.
+func TestGensearchpathClosedPool(t *testing.T) {
+	up := startClusterDNS(t, searchpath.DefaultCode)
+	g, _ := newTestPlugin(t, strings.Replace(stanza, "    fallthrough\n", "    fallthrough\n    force_tcp\n", 1), up.addr)
+	ask := func() (*dns.Msg, error) {
+		w := dnstest.NewRecorder(&test.ResponseWriter{})
+		_, err := g.ServeDNS(context.Background(), w, new(dns.Msg).SetQuestion("web"+search, dns.TypeA))
+		return w.Msg, err
+	}
+	// Queries at once open a connection each, kept afterwards.
+	var wg sync.WaitGroup
+	for range 4 * connectTries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ask()
+		}()
+	}
+	wg.Wait()
+	up.restartTCP(t)
+	if m, err := ask(); err != nil || m == nil || m.Rcode != dns.RcodeSuccess || len(m.Answer) != 2 {
+		t.Fatalf("after the cluster DNS closed its connections: %v, reply %v", err, m)
 	}
 }
 

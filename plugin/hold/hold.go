@@ -98,11 +98,15 @@ func unreachable(err error) bool {
 
 // noReply are the errors of a query no upstream answered, as forward and
 // gensearchpath return them (wrapped in net.OpError and os.SyscallError).
+// A cached connection the upstream closed (a replica that exited: the
+// kernel closes its sockets) is one: the query was not sent, or not
+// answered.
 var noReply = []error{
 	syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
 	syscall.EHOSTUNREACH, syscall.ENETUNREACH,
 	io.EOF, io.ErrUnexpectedEOF,
 	forward.ErrNoHealthy, proxy.ErrNoHealthy,
+	forward.ErrCachedClosed, proxy.ErrCachedClosed,
 }
 
 // sleep waits d, or less when ctx ends first; it reports whether d passed.

@@ -76,6 +76,17 @@ func TestHoldRetriesUntilAnswered(t *testing.T) {
 	}
 }
 
+// TestHoldRetriesClosedConnections: a cached connection the upstream
+// closed (gensearchpath after a replica exited) is held as a refusal is.
+func TestHoldRetriesClosedConnections(t *testing.T) {
+	next := &flaky{fails: 2, rcode: dns.RcodeServerFailure, err: fmt.Errorf("gensearchpath: cluster DNS: %w", proxy.ErrCachedClosed)}
+	w := dnstest.NewRecorder(&test.ResponseWriter{})
+	rcode, err := fastHold(next, 2*time.Second).ServeDNS(context.Background(), w, query())
+	if rcode != dns.RcodeSuccess || err != nil || w.Msg == nil || next.tries != 3 {
+		t.Fatalf("rcode %d, error %v, reply %v after %d tries; want the answer after 3", rcode, err, w.Msg, next.tries)
+	}
+}
+
 // TestHoldGivesUpAtTheWindow: an upstream refused throughout: SERVFAIL and
 // the last error, with a last try at the end of the window.
 func TestHoldGivesUpAtTheWindow(t *testing.T) {
