@@ -70,6 +70,7 @@ import (
 	_ "github.com/schemadns/schemadns/plugin/clusterfirst"
 	_ "github.com/schemadns/schemadns/plugin/edns0autopath"
 	_ "github.com/schemadns/schemadns/plugin/gensearchpath"
+	_ "github.com/schemadns/schemadns/plugin/handover"
 	_ "github.com/schemadns/schemadns/plugin/hold"
 	_ "github.com/schemadns/schemadns/plugin/k8sexternal"
 	_ "github.com/schemadns/schemadns/plugin/kubeschema"
@@ -96,6 +97,7 @@ var Directives = []string{
 	"bind",
 	"debug",
 	"trace",
+	"handover",
 	"ready",
 	"health",
 	"pprof",
