@@ -82,6 +82,7 @@ func readmeQueries() map[string][]readmeQuery {
 		"../plugin/gensearchpath/README.md": {autopath(clusterZone), autopath(clusterZone)},
 		// A node-local block in front of the test's cluster DNS, over TCP.
 		"../plugin/hold/README.md": {{apiName, dns.TypeA, answer(rrLine(apiName, "A", apiIP))}},
+		"../plugin/handover/README.md": {{apiName, dns.TypeA, answer(rrLine(apiName, "A", apiIP))}},
 		"../plugin/mesosschema/README.md": {
 			// The leader, with the default TTL.
 			{"leader.mesos.", dns.TypeA, answer("leader.mesos. 60 IN A " + mesosMasterIP)},
