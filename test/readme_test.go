@@ -81,7 +81,7 @@ func readmeQueries() map[string][]readmeQuery {
 		// The node-local cache, in front of the test's cluster DNS.
 		"../plugin/gensearchpath/README.md": {autopath(clusterZone), autopath(clusterZone)},
 		// A node-local block in front of the test's cluster DNS, over TCP.
-		"../plugin/hold/README.md": {{apiName, dns.TypeA, answer(rrLine(apiName, "A", apiIP))}},
+		"../plugin/hold/README.md":     {{apiName, dns.TypeA, answer(rrLine(apiName, "A", apiIP))}},
 		"../plugin/handover/README.md": {{apiName, dns.TypeA, answer(rrLine(apiName, "A", apiIP))}},
 		"../plugin/mesosschema/README.md": {
 			// The leader, with the default TTL.
