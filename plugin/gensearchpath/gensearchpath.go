@@ -238,13 +238,13 @@ func (g *Gensearchpath) exchange(ctx context.Context, w dns.ResponseWriter, m *d
 		}
 		var ret *dns.Msg
 		opts := proxy.Options{PreferUDP: !g.forceTCP, ForceTCP: g.forceTCP}
-		for try, closed := 0, 0; try < connectTries; try++ {
+		for tries, closed := 0, 0; tries < connectTries; {
 			ret, _, _, err = p.Connect(ctx, state, opts)
 			if errors.Is(err, proxy.ErrCachedClosed) && closed < maxClosedCached && ctx.Err() == nil {
-				closed++
-				try-- // not answered on a closed connection; the next Connect takes another
+				closed++ // not answered on a closed connection; the next Connect takes another
 				continue
 			}
+			tries++
 			sent++
 			if err == nil && ret.Truncated && !opts.ForceTCP {
 				opts.ForceTCP = true

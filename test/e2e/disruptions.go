@@ -711,13 +711,15 @@ func (e *e2e) disruptStockNodeLocal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 2*time.Minute, "ours's node-local pods gone", func() error {
-		pods, err := e.n.podsOf(ctx, dnsNS, map[string]string{"k8s-app": oursNodeLocal})
-		if err == nil && len(pods) > 0 {
-			err = fmt.Errorf("%d left", len(pods))
-		}
+	pods, err := e.n.podsOf(ctx, dnsNS, map[string]string{"k8s-app": oursNodeLocal})
+	if err != nil {
 		return err
-	}); err != nil {
+	}
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	if err := e.waitPodsGone(ctx, dnsNS, names); err != nil {
 		return err
 	}
 	if err := e.n.applyManifest(ctx, stockNodeLocalManifest, e.placeholders()); err != nil {

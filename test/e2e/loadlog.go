@@ -138,7 +138,12 @@ func (c counts) timeline(t time.Time) string {
 		first, last := evs[0].at, evs[0].at
 		var names []string
 		for i, ev := range evs {
-			first, last = minTime(first, ev.at), maxTime(last, ev.at)
+			if ev.at.Before(first) {
+				first = ev.at
+			}
+			if ev.at.After(last) {
+				last = ev.at
+			}
 			if i < 3 {
 				names = append(names, ev.name)
 			}
@@ -146,20 +151,6 @@ func (c counts) timeline(t time.Time) string {
 		return fmt.Sprintf("%s started %+.1f s to %+.1f s (%s); ", what, first.Sub(t).Seconds(), last.Sub(t).Seconds(), strings.Join(names, ", "))
 	}
 	return span("failed", c.failed) + span("slow", c.slowed)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // execOutput runs a command and returns its stdout; stderr is in the error.
