@@ -64,6 +64,7 @@ type iamLogin struct {
 	uid      string
 	key      *rsa.PrivateKey
 	endpoint string
+	shown    string // endpoint with its userinfo's password hidden, for messages
 	client   *http.Client
 	timeout  time.Duration
 	now      func() time.Time // time.Now; tests move it
@@ -73,15 +74,17 @@ type iamLogin struct {
 	renewAt time.Time  // when to log in again; zero: only once refused
 }
 
-// loadIAM reads the service account file at path.
-func loadIAM(path string, client *http.Client, timeout time.Duration) (*iamLogin, error) {
+// loadIAM reads the service account file at path. Its login endpoint
+// must be https unless plainOK. No error quotes the file's content.
+func loadIAM(path string, client *http.Client, timeout time.Duration, plainOK bool) (*iamLogin, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("auth iam: %w", err)
 	}
 	var f iamFile
 	if err := json.Unmarshal(raw, &f); err != nil {
-		return nil, fmt.Errorf("auth iam: %s: %w", path, err)
+		// A syntax error's offset, not its text: the text may quote the key.
+		return nil, fmt.Errorf("auth iam: %s: %w", path, jsonErrorWithoutContent(err))
 	}
 	if f.PrivateKey == "" {
 		f.PrivateKey = f.Secret
@@ -90,8 +93,12 @@ func loadIAM(path string, client *http.Client, timeout time.Duration) (*iamLogin
 	if f.UID == "" {
 		errs = append(errs, errors.New("no uid"))
 	}
-	if u, err := url.Parse(f.LoginEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("login_endpoint %q: want an http(s) URL", f.LoginEndpoint))
+	endpoint, err := url.Parse(f.LoginEndpoint)
+	switch {
+	case err != nil || (endpoint.Scheme != "http" && endpoint.Scheme != "https") || endpoint.Host == "":
+		errs = append(errs, errors.New("login_endpoint: want an http(s) URL"))
+	case endpoint.Scheme == "http" && !plainOK:
+		errs = append(errs, fmt.Errorf("login_endpoint %s: %w: the login's signed assertion and the token travel in clear", endpoint.Redacted(), ErrInsecureCredentials))
 	}
 	key, err := jwt.ParseRSAPrivateKeyFromPEM([]byte(f.PrivateKey))
 	if err != nil {
@@ -100,7 +107,21 @@ func loadIAM(path string, client *http.Client, timeout time.Duration) (*iamLogin
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("auth iam: %s: %w", path, err)
 	}
-	return &iamLogin{uid: f.UID, key: key, endpoint: f.LoginEndpoint, client: client, timeout: timeout, now: time.Now}, nil
+	return &iamLogin{uid: f.UID, key: key, endpoint: f.LoginEndpoint, shown: endpoint.Redacted(), client: client, timeout: timeout, now: time.Now}, nil
+}
+
+// jsonErrorWithoutContent keeps what says where a JSON document is
+// broken, and drops what quotes it.
+func jsonErrorWithoutContent(err error) error {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		return fmt.Errorf("not JSON (at byte %d)", syntax.Offset)
+	}
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) {
+		return fmt.Errorf("field %s: a JSON %s, want a %s", typ.Field, typ.Value, typ.Type)
+	}
+	return errors.New("not a JSON object")
 }
 
 // header returns the token held, logging in first when there is none or it
@@ -160,16 +181,16 @@ func (l *iamLogin) login(ctx context.Context) (string, time.Time, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", time.Time{}, fmt.Errorf("%w at %s: %s: %s", ErrLogin, l.endpoint, resp.Status, snippet(resp.Body))
+		return "", time.Time{}, fmt.Errorf("%w at %s: %s: %s", ErrLogin, l.shown, resp.Status, snippet(resp.Body))
 	}
 	var answer struct {
 		Token string `json:"token"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxLoginBody)).Decode(&answer); err != nil {
-		return "", time.Time{}, fmt.Errorf("%w at %s: answer: %w", ErrLogin, l.endpoint, err)
+		return "", time.Time{}, fmt.Errorf("%w at %s: answer: %w", ErrLogin, l.shown, jsonErrorWithoutContent(err))
 	}
 	if answer.Token == "" {
-		return "", time.Time{}, fmt.Errorf("%w at %s: no token in the answer", ErrLogin, l.endpoint)
+		return "", time.Time{}, fmt.Errorf("%w at %s: no token in the answer", ErrLogin, l.shown)
 	}
 	return answer.Token, renewTime(answer.Token, now), nil
 }

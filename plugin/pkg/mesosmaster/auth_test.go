@@ -36,7 +36,7 @@ func TestBasicAuth(t *testing.T) {
 	m := serveMaster(t, leading)
 	m.requireAuth("Basic " + base64.StdEncoding.EncodeToString([]byte("dns:right")))
 	for secret, wantErr := range map[string]error{"right": nil, "wrong": ErrUnauthorized, "": ErrUnauthorized} {
-		cfg := Config{Masters: []string{m.addr}}
+		cfg := Config{Masters: []string{m.addr}, InsecureCredentials: true}
 		if secret != "" {
 			cfg.Auth.Basic = &BasicAuth{Principal: "dns", Secret: secret}
 		}
@@ -259,7 +259,7 @@ func TestIAM(t *testing.T) {
 			iam := newIAMServer(t, &key.PublicKey)
 			m := iam.master(t)
 			file := writeIAMConfig(t, key, field, iam.srv.URL+"/acs/api/v1/auth/login")
-			c := newClient(t, Config{Masters: []string{m.addr}, Auth: Auth{IAM: &IAMAuth{ConfigFile: file}}})
+			c := newClient(t, Config{Masters: []string{m.addr}, Auth: Auth{IAM: &IAMAuth{ConfigFile: file}}, InsecureCredentials: true})
 			fetch := func(wantLogins int32) {
 				t.Helper()
 				if _, err := c.Fetch(context.Background(), checkState); err != nil {
@@ -288,7 +288,7 @@ func TestIAMRenewal(t *testing.T) {
 	iam := newIAMServer(t, &key.PublicKey)
 	iam.expires = time.Hour
 	m := iam.master(t)
-	c := newClient(t, Config{Masters: []string{m.addr}, Auth: Auth{IAM: &IAMAuth{ConfigFile: writeIAMConfig(t, key, "private_key", iam.srv.URL)}}})
+	c := newClient(t, Config{Masters: []string{m.addr}, Auth: Auth{IAM: &IAMAuth{ConfigFile: writeIAMConfig(t, key, "private_key", iam.srv.URL)}}, InsecureCredentials: true})
 	login := c.auth.(*iamLogin)
 	var offset atomic.Int64
 	login.now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
@@ -321,7 +321,7 @@ func TestIAMLoginFails(t *testing.T) {
 	iam := newIAMServer(t, &other.PublicKey)
 	iam.refuse = true
 	m1, m2 := iam.master(t), iam.master(t)
-	c := newClient(t, Config{Masters: []string{m1.addr, m2.addr}, Auth: Auth{IAM: &IAMAuth{ConfigFile: writeIAMConfig(t, key, "private_key", iam.srv.URL)}}})
+	c := newClient(t, Config{Masters: []string{m1.addr, m2.addr}, Auth: Auth{IAM: &IAMAuth{ConfigFile: writeIAMConfig(t, key, "private_key", iam.srv.URL)}}, InsecureCredentials: true})
 	_, err = c.Fetch(context.Background(), checkState)
 	if !errors.Is(err, ErrLogin) || !strings.Contains(err.Error(), "bad assertion") {
 		t.Errorf("Fetch = %v, want the IAM's refusal", err)
@@ -346,13 +346,13 @@ func TestLoadIAMErrors(t *testing.T) {
 	}
 	tests := map[string]struct{ path, want string }{
 		"missing":  {filepath.Join(dir, "nope.json"), "no such file"},
-		"not JSON": {write("a.json", "uid=x"), "invalid character"},
+		"not JSON": {write("a.json", "uid=x"), "not JSON (at byte 1)"},
 		"empty":    {write("b.json", "{}"), "no uid"},
 		"bad key":  {write("c.json", `{"uid":"u","private_key":"x","login_endpoint":"https://iam/login"}`), "private_key"},
 		"endpoint": {write("d.json", `{"uid":"u","login_endpoint":"iam/login"}`), "login_endpoint"},
 	}
 	for name, tt := range tests {
-		_, err := New(Config{Masters: []string{"m:5050"}, Auth: Auth{IAM: &IAMAuth{ConfigFile: tt.path}}})
+		_, err := New(Config{Masters: []string{"m:5050"}, Auth: Auth{IAM: &IAMAuth{ConfigFile: tt.path}}, InsecureCredentials: true})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: New = %v, want an error with %q", name, err, tt.want)
 		}

@@ -102,7 +102,10 @@ func New(cfg Config) (*Client, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
-	if c.auth, err = newAuthorizer(cfg, &http.Client{Transport: transport}); err != nil {
+	// The login follows no redirect either: the signed assertion would
+	// go wherever a Location says.
+	login := &http.Client{Transport: transport, CheckRedirect: c.http.CheckRedirect}
+	if c.auth, err = newAuthorizer(cfg, login); err != nil {
 		return nil, err
 	}
 	if cfg.ZK != "" {
@@ -121,7 +124,7 @@ func newAuthorizer(cfg Config, login *http.Client) (authorizer, error) {
 	case cfg.Auth.Basic != nil:
 		return newBasicAuth(cfg.Auth.Basic), nil
 	case cfg.Auth.IAM != nil:
-		return loadIAM(cfg.Auth.IAM.ConfigFile, login, cfg.Timeout)
+		return loadIAM(cfg.Auth.IAM.ConfigFile, login, cfg.Timeout, cfg.InsecureCredentials)
 	}
 	return nil, nil
 }

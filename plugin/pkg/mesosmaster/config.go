@@ -63,6 +63,14 @@ type Config struct {
 	// MaxBodySize bounds a state body in bytes, after decompression.
 	// Default DefaultMaxBodySize.
 	MaxBodySize int64
+	// InsecureCredentials allows credentials (basic auth, an IAM login and
+	// its token) over plain http, where anyone on the path reads them.
+	// Without it, Validate refuses credentials unless Scheme is https.
+	InsecureCredentials bool
+	// OnRedirectRefused, when set, is called each time a redirect (or a
+	// state's leader) names a host that is not a known master, and is
+	// not followed: for a metric.
+	OnRedirectRefused func()
 }
 
 // Auth is at most one way of authenticating to the masters.
@@ -116,7 +124,19 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("timeouts and the body size limit cannot be negative"))
 	}
 	errs = append(errs, c.Auth.validate())
+	if c.Auth.Basic != nil || c.Auth.IAM != nil {
+		errs = append(errs, c.checkCredentialsScheme())
+	}
 	return errors.Join(errs...)
+}
+
+// checkCredentialsScheme refuses credentials over plain http unless
+// InsecureCredentials allows them.
+func (c Config) checkCredentialsScheme() error {
+	if c.Scheme == "https" || c.InsecureCredentials {
+		return nil
+	}
+	return fmt.Errorf("%w: the masters are asked over plain http, where the credentials travel in clear", ErrInsecureCredentials)
 }
 
 // validate checks that at most one method is set, and set fully.

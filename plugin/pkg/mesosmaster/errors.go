@@ -24,6 +24,13 @@ var (
 	// ErrAskedBefore is a redirect or a state's leader naming a master that
 	// failed earlier in the same Fetch: it is not waited for twice.
 	ErrAskedBefore = errors.New("redirected to a master that failed in this fetch")
+	// ErrRedirectRefused is a redirect, or a state's leader, naming a host
+	// that is neither a configured master nor the leader ZooKeeper names:
+	// the credentials are not sent to it.
+	ErrRedirectRefused = errors.New("redirect to a host that is not a known master refused")
+	// ErrInsecureCredentials is a configuration that would send
+	// credentials over plain http without saying so.
+	ErrInsecureCredentials = errors.New("credentials over plain http refused")
 	// ErrStopped is a Fetch after Stop.
 	ErrStopped = errors.New("mesos master client stopped")
 )

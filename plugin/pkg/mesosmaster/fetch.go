@@ -54,6 +54,9 @@ func (c *Client) fetchFrom(ctx context.Context, master string, check CheckFunc, 
 			if hop == maxHops {
 				return Result{}, fmt.Errorf("%w: the last to %s", ErrTooManyRedirects, next.Redacted())
 			}
+			if err := c.checkKnown(ctx, next); err != nil {
+				return Result{}, fmt.Errorf("GET %s: %w", target.Redacted(), err)
+			}
 			target = next
 			continue
 		}
@@ -81,8 +84,33 @@ func (c *Client) fetchFrom(ctx context.Context, master string, check CheckFunc, 
 			return Result{}, fmt.Errorf("%w: %s names %s as the leader", ErrNotLeader, served, leader)
 		}
 		askedLeader = true
-		target = &url.URL{Scheme: target.Scheme, Host: leader, Path: target.Path}
+		next = &url.URL{Scheme: target.Scheme, Host: leader, Path: target.Path}
+		if err := c.checkKnown(ctx, next); err != nil {
+			return Result{}, fmt.Errorf("state from %s names the leader %s: %w", served, leader, err)
+		}
+		target = next
 	}
+}
+
+// checkKnown refuses a redirect (or a state's leader) to a host that is
+// neither a configured master nor the leader ZooKeeper names: a master
+// that is not what it seems, or a rewritten answer, must not collect the
+// credentials, nor steer the client to any host it likes.
+func (c *Client) checkKnown(ctx context.Context, to *url.URL) error {
+	hp := hostPort(to)
+	known := c.cfg.Masters
+	if leader, ok := c.Leader(); ok {
+		known = append(slices.Clip(known), leader)
+	}
+	for _, m := range known {
+		if c.sameMaster(ctx, m, hp) {
+			return nil
+		}
+	}
+	if c.cfg.OnRedirectRefused != nil {
+		c.cfg.OnRedirectRefused()
+	}
+	return fmt.Errorf("%w: %s", ErrRedirectRefused, to.Redacted())
 }
 
 // getState makes one GET of target within Config.Timeout. On a 200 the body
@@ -147,14 +175,19 @@ func (c *Client) get(ctx context.Context, target *url.URL) (*url.URL, error) {
 // Mesos sends a scheme-relative "//leader:5050/master/state". A switch from
 // https to http is refused, since the credentials would follow in clear.
 func redirectTarget(from *url.URL, resp *http.Response) (*url.URL, error) {
-	loc := resp.Header.Get("Location")
-	if loc == "" {
+	raw := resp.Header.Get("Location")
+	if raw == "" {
 		return nil, fmt.Errorf("GET %s: %s without a Location", from.Redacted(), resp.Status)
 	}
-	to, err := from.Parse(loc)
+	to, err := from.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %s to %q: %w", from.Redacted(), resp.Status, loc, err)
+		// The parse error quotes the Location, which may hold userinfo.
+		return nil, fmt.Errorf("GET %s: %s to an unparseable Location", from.Redacted(), resp.Status)
 	}
+	// Messages quote the Location without its userinfo's password, and
+	// userinfo is never followed: net/http would send it as credentials.
+	loc := to.Redacted()
+	to.User = nil
 	switch {
 	case to.Scheme != "http" && to.Scheme != "https":
 		return nil, fmt.Errorf("GET %s: redirect to %q: not http(s)", from.Redacted(), loc)
