@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
+	"github.com/schemadns/schemadns/plugin/pkg/mesosmaster"
 )
 
 // The Mesos-DNS HTTP interface (its docs/http.md), answered from the
@@ -134,11 +136,56 @@ func (m *Mesosschema) restService(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Mesosschema) restEnumerate(w http.ResponseWriter, _ *http.Request) {
+	body, err := m.enumerated()
+	if err != nil {
+		log.Errorf("HTTP interface: /v1/enumerate: %v", err)
+		http.Error(w, "cannot encode the enumeration", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	if _, err := w.Write(body); err != nil {
+		log.Debugf("HTTP interface: %v", err)
+	}
+}
+
+// enumCache is /v1/enumerate's answer for one state, encoded once and
+// shared by every request until the next state: a request costs no
+// build and no buffer of its own, and only one answer is held at a time.
+type enumCache struct {
+	seq  uint64 // the poller's stateSeq the answer was built from
+	body []byte
+}
+
+// enumerated returns the encoded enumeration of the state kept, building
+// it on the first request after a new state. Concurrent first requests
+// wait for one build.
+func (m *Mesosschema) enumerated() ([]byte, error) {
+	seq := m.poller.stateSeq.Load()
+	if c := m.enum.Load(); c != nil && c.seq == seq {
+		return c.body, nil
+	}
+	m.enumMu.Lock()
+	defer m.enumMu.Unlock()
+	// The sequence is read before the state: an answer labelled seq holds
+	// that state or a newer one, never an older.
+	seq = m.poller.stateSeq.Load()
+	if c := m.enum.Load(); c != nil && c.seq == seq {
+		return c.body, nil
+	}
+	// The last answer goes first: two are never held at once.
+	m.enum.Store(nil)
 	enum := &enumeration{zone: m.forwardZone(), Frameworks: []*enumFramework{}}
 	if st := m.poller.state.Load(); st != nil {
 		generate(st, &m.gen, enum)
 	}
-	writeJSON(w, enum)
+	body, err := json.Marshal(enum)
+	if err != nil {
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	body = append(body, '\n') // as json.Encoder ends the other answers
+	m.enum.Store(&enumCache{seq: seq, body: body})
+	return body, nil
 }
 
 // mesosDNSConfig is the configuration as Mesos-DNS's /v1/config names it;
@@ -185,7 +232,8 @@ func (m *Mesosschema) restConfig(w http.ResponseWriter, _ *http.Request) {
 		TTL:                 m.TTL,
 		SOARefresh:          m.SOA.Refresh, SOARetry: m.SOA.Retry, SOAExpire: m.SOA.Expire, SOAMinttl: m.SOA.MinTTL,
 		SOAMname: m.SOA.NS, SOARname: m.SOA.Mbox,
-		Masters: m.master.Masters, IPSources: m.gen.ipSources, Zk: m.master.ZK,
+		// The zk URL's user:password never shows.
+		Masters: m.master.Masters, IPSources: m.gen.ipSources, Zk: mesosmaster.RedactZK(m.master.ZK),
 		Domain:        strings.TrimSuffix(m.forwardZone(), "."),
 		DNSOn:         true,
 		HTTPOn:        true,
@@ -336,6 +384,28 @@ var httpServers = struct {
 type sharedServer struct {
 	srv     *http.Server
 	holders []*httpHandle
+	// inFlight holds a token per request being served: a request finding
+	// it full is answered 503 at once (see httpLimits.maxInFlight).
+	inFlight chan struct{}
+}
+
+// httpLimits bound what a client of the interface can hold: the time a
+// connection may take to send its headers and its request, to take its
+// answer and to sit idle, and the requests served at once.
+type httpLimits struct {
+	readHeader, read, write, idle time.Duration
+	maxInFlight                   int
+	maxHeaderBytes                int
+}
+
+// defaultHTTPLimits: a request is a GET of a few hundred bytes; the
+// largest answer, /v1/enumerate of a 20,000-task cluster (about 10 MB),
+// leaves in well under a second on a local network, so 30 s bounds a
+// client reading slowly without cutting off a real one. 64 requests at
+// once is more than Mesos-DNS's users make, and each costs little.
+var defaultHTTPLimits = httpLimits{
+	readHeader: 5 * time.Second, read: 10 * time.Second, write: 30 * time.Second, idle: 60 * time.Second,
+	maxInFlight: 64, maxHeaderBytes: 16 << 10,
 }
 
 // httpHandle is an instance's claim on a listener.
@@ -353,6 +423,12 @@ var errHTTPTaken = errors.New("another server block of this Corefile serves its 
 // listenHTTP serves h on addr for owner, or takes over the listener an
 // instance of an older Corefile (a reload's predecessor) has there.
 func listenHTTP(addr string, h http.Handler, owner any) (*httpHandle, error) {
+	return listenHTTPLimited(addr, h, owner, defaultHTTPLimits)
+}
+
+// listenHTTPLimited is listenHTTP with the limits given (for tests); the
+// limits of a listener are those of the instance that opened it.
+func listenHTTPLimited(addr string, h http.Handler, owner any, lim httpLimits) (*httpHandle, error) {
 	httpServers.Lock()
 	defer httpServers.Unlock()
 	handle := &httpHandle{addr: addr, handler: h, owner: owner}
@@ -368,8 +444,9 @@ func listenHTTP(addr string, h http.Handler, owner any) (*httpHandle, error) {
 		return nil, err
 	}
 	log.Infof("HTTP interface on %s", ln.Addr())
-	s := &sharedServer{holders: []*httpHandle{handle}}
-	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
+	s := &sharedServer{holders: []*httpHandle{handle}, inFlight: make(chan struct{}, lim.maxInFlight)}
+	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: lim.readHeader, ReadTimeout: lim.read,
+		WriteTimeout: lim.write, IdleTimeout: lim.idle, MaxHeaderBytes: lim.maxHeaderBytes}
 	httpServers.m[addr] = s
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -379,8 +456,18 @@ func listenHTTP(addr string, h http.Handler, owner any) (*httpHandle, error) {
 	return handle, nil
 }
 
-// serve passes a request to the latest holder's handler.
+// serve passes a request to the latest holder's handler, or answers 503
+// when maxInFlight requests are being served.
 func (s *sharedServer) serve(w http.ResponseWriter, r *http.Request) {
+	select {
+	case s.inFlight <- struct{}{}:
+		defer func() { <-s.inFlight }()
+	default:
+		metrics.httpRefused.Inc()
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many requests at once", http.StatusServiceUnavailable)
+		return
+	}
 	httpServers.Lock()
 	var h http.Handler
 	if len(s.holders) > 0 {

@@ -8,6 +8,8 @@
 package mesosschema
 
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
@@ -37,6 +39,10 @@ type Mesosschema struct {
 
 	poller *poller
 	http   *httpHandle
+	// enum is /v1/enumerate's answer for the state kept; enumMu lets one
+	// request build it.
+	enum   atomic.Pointer[enumCache]
+	enumMu sync.Mutex
 	// owner is the Corefile's instance (caddy's context), which the HTTP
 	// interface's listener tells apart from a reload's successor.
 	owner any

@@ -30,6 +30,12 @@ type mesosMetrics struct {
 	stateBytes prometheus.Gauge
 	// tasks, skippedTasks and names describe the last state read.
 	tasks, skippedTasks, names prometheus.Gauge
+	// httpRefused counts the HTTP interface's requests answered 503
+	// because as many as it serves at once were under way.
+	httpRefused prometheus.Counter
+	// redirectsRefused counts redirects (and states' leaders) naming a
+	// host that is not a known master: not followed.
+	redirectsRefused prometheus.Counter
 }
 
 func newMetrics() *mesosMetrics {
@@ -52,5 +58,9 @@ func newMetrics() *mesosMetrics {
 		tasks:        gauge("tasks", "Running tasks served from the last state."),
 		skippedTasks: gauge("tasks_skipped", "Running tasks of the last state that get no records: on an agent the state does not list, or with no valid name."),
 		names:        gauge("names", "Names served from the last state."),
+		httpRefused: promauto.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: pluginName, Name: "http_requests_refused_total",
+			Help: "Requests to the Mesos-DNS HTTP interface answered 503 because as many requests as it serves at once were under way."}),
+		redirectsRefused: promauto.NewCounter(prometheus.CounterOpts{Namespace: plugin.Namespace, Subsystem: pluginName, Name: "redirects_refused_total",
+			Help: "Redirects, and leaders named by a state, to a host that is neither a configured master nor ZooKeeper's leader: not followed, no credentials sent."}),
 	}
 }

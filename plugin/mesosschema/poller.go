@@ -46,6 +46,9 @@ type poller struct {
 	// state is the last good state, kept only for the HTTP interface's
 	// /v1/enumerate (nil without it).
 	state atomic.Pointer[mesosstate.State]
+	// stateSeq counts the states stored, after each: what /v1/enumerate's
+	// answer is built from, without keeping the state itself alive.
+	stateSeq atomic.Uint64
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -181,6 +184,7 @@ func (p *poller) offer(st *mesosstate.State, start time.Time) {
 	p.b.offer(generate(st, &p.m.gen, nil), start)
 	if p.m.keepState {
 		p.state.Store(st)
+		p.stateSeq.Add(1)
 	}
 	p.firstOnce.Do(func() { close(p.first) })
 	p.wake()

@@ -1,8 +1,8 @@
 package mesosschema
 
 import (
+	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -61,7 +61,8 @@ func setup(c *caddy.Controller) error {
 // newMesosschema is a handler with the default options.
 func newMesosschema() *Mesosschema {
 	m := &Mesosschema{refresh: defaultRefresh, startupTimeout: defaultStartupTimeout,
-		master: mesosmaster.Config{Timeout: defaultStateTimeout, ZKTimeout: defaultZKTimeout}}
+		master: mesosmaster.Config{Timeout: defaultStateTimeout, ZKTimeout: defaultZKTimeout,
+			OnRedirectRefused: metrics.redirectsRefused.Inc}}
 	m.Plugin, m.TTL, m.Replies, m.Names = pluginName, defaultTTL, metrics.Replies, dnszone.RecordNames
 	m.SOA = dnszone.SOAFields{Refresh: defaultSOARefresh, Retry: defaultSOARetry, Expire: defaultSOAExpire, MinTTL: defaultSOAMinTTL}
 	m.gen.ipSources = mesosstate.DefaultIPSources
@@ -132,10 +133,11 @@ func (m *Mesosschema) parseOption(c *caddy.Controller) error {
 		if len(args) != 1 {
 			return c.ArgErr()
 		}
-		if _, _, err := net.SplitHostPort(args[0]); err != nil {
-			return c.Errf("http: %q is not a host:port to listen on", args[0])
+		addr, err := httpListenAddr(args[0])
+		if err != nil {
+			return c.Errf("http: %v", err)
 		}
-		m.httpAddr, m.keepState = args[0], true
+		m.httpAddr, m.keepState = addr, true
 	case "fallthrough":
 		m.Fall.SetZonesFromArgs(args)
 	case "startup_timeout":
@@ -188,6 +190,29 @@ func (m *Mesosschema) parseMasterOption(c *caddy.Controller, opt string, args []
 			return true, c.ArgErr()
 		}
 		m.master.Auth.Basic = &mesosmaster.BasicAuth{Principal: args[0], Secret: args[1]}
+	case "basic_auth_file":
+		if len(args) != 1 {
+			return true, c.ArgErr()
+		}
+		b, err := readCredentialFile(args[0])
+		if err != nil {
+			return true, c.Errf("basic_auth_file: %v", err)
+		}
+		m.master.Auth.Basic = b
+	case "insecure_credentials":
+		if len(args) != 0 {
+			return true, c.ArgErr()
+		}
+		m.master.InsecureCredentials = true
+	case "max_state_size":
+		if len(args) != 1 {
+			return true, c.ArgErr()
+		}
+		n, err := parseSize(args[0])
+		if err != nil {
+			return true, c.Errf("max_state_size: %v", err)
+		}
+		m.master.MaxBodySize = n
 	case "iam":
 		if len(args) != 1 {
 			return true, c.ArgErr()
@@ -250,6 +275,9 @@ func duration(c *caddy.Controller, opt string, args []string) (time.Duration, er
 // several: the SOA names, the nameserver's own name, the longest name.
 func (m *Mesosschema) complete() error {
 	if err := m.master.Validate(); err != nil {
+		if errors.Is(err, mesosmaster.ErrInsecureCredentials) {
+			return fmt.Errorf("%w (fetch over https with tls, or allow it with insecure_credentials)", err)
+		}
 		return err
 	}
 	zone := m.forwardZone()

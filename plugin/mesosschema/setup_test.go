@@ -1,6 +1,8 @@
 package mesosschema
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -106,7 +108,18 @@ func TestParseErrors(t *testing.T) {
 		{"mesosschema {\nmasters 10.0.0.1:5050\ntls a b\n}", "Wrong argument count"},
 		{"mesosschema {\nmasters 10.0.0.1:5050\nbasic_auth p\n}", "Wrong argument count"},
 		{"mesosschema {\nmasters 10.0.0.1:5050\nbasic_auth p s\niam /x.json\n}", "exclusive"},
-		{"mesosschema {\nmasters 10.0.0.1:5050\nhttp 8123\n}", "host:port"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\nhttp 127.0.0.1:http\n}", "host:port"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\nhttp 0\n}", "host:port"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\nbasic_auth p s\n}", "credentials over plain http refused"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\niam /x.json\n}", "insecure_credentials"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\ninsecure_credentials yes\n}", "Wrong argument count"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\nbasic_auth_file /nonexistent/credential\n}", "no such file"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\nmax_state_size\n}", "Wrong argument count"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\nmax_state_size lots\n}", `max_state_size: "lots" is not a size`},
+		{"mesosschema {\nmasters 10.0.0.1:5050\nmax_state_size 256XB\n}", "is not a size"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\nmax_state_size 0MiB\n}", "is not a size"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\nmax_state_size 5GiB\n}", "out of range"},
+		{"mesosschema {\nmasters 10.0.0.1:5050\nmax_state_size 100\n}", "out of range"},
 		{"mesosschema {\nmasters 10.0.0.1:5050\nstartup_timeout soon\n}", "startup_timeout"},
 		{"mesosschema in-addr.arpa {\nmasters 10.0.0.1:5050\n}", "at least one forward zone"},
 		{"mesosschema {\nmasters 10.0.0.1:5050\n}\nmesosschema", "once"},
@@ -114,6 +127,69 @@ func TestParseErrors(t *testing.T) {
 		_, err := parse(caddy.NewTestController("dns", tc.corefile))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "Testfile:") {
 			t.Errorf("%q: error %v, want it to name the file and say %q", tc.corefile, err, tc.want)
+		}
+	}
+}
+
+// TestParseHTTPAddress: a bare port, or a port without a host, listens on
+// loopback only; any other address is taken as written.
+func TestParseHTTPAddress(t *testing.T) {
+	for arg, want := range map[string]string{
+		"8123":           "127.0.0.1:8123",
+		":8123":          "127.0.0.1:8123",
+		"127.0.0.1:8123": "127.0.0.1:8123",
+		"[::1]:8123":     "[::1]:8123",
+		"0.0.0.0:8123":   "0.0.0.0:8123",
+		"10.0.0.5:8123":  "10.0.0.5:8123",
+	} {
+		m, err := parse(caddy.NewTestController("dns", "mesosschema {\nmasters 10.0.0.1:5050\nhttp "+arg+"\n}"))
+		if err != nil {
+			t.Errorf("http %s: %v; want %q", arg, err, want)
+		} else if m.httpAddr != want {
+			t.Errorf("http %s: %q, want %q", arg, m.httpAddr, want)
+		}
+	}
+}
+
+// TestParseCredentials: basic_auth_file reads Mesos's two credential
+// file forms; credentials over plain http need insecure_credentials;
+// max_state_size takes units.
+func TestParseCredentials(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for name, body := range map[string]string{
+		"text": "dns s3cret-file\n",
+		"json": `{"principal": "dns", "secret": "s3cret-file"}`,
+	} {
+		path := write(name, body)
+		m, err := parse(caddy.NewTestController("dns", "mesosschema {\nmasters 10.0.0.1:5050\nbasic_auth_file "+path+"\ninsecure_credentials\nmax_state_size 64MiB\n}"))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b := m.master.Auth.Basic; b == nil || b.Principal != "dns" || b.Secret != "s3cret-file" || !m.master.InsecureCredentials || m.master.MaxBodySize != 64<<20 {
+			t.Errorf("%s: basic %+v, insecure %t, max %d", name, b, m.master.InsecureCredentials, m.master.MaxBodySize)
+		}
+	}
+	// A file in neither form: the error names the file, never its content.
+	for name, body := range map[string]string{"one-field": "s3cret-alone\n", "three": "a s3cret-x c", "bad-json": `{"principal": "dns", "secret": s3cret-x}`} {
+		path := write(name, body)
+		_, err := parse(caddy.NewTestController("dns", "mesosschema {\nmasters 10.0.0.1:5050\nbasic_auth_file "+path+"\ninsecure_credentials\n}"))
+		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v, want an error naming %s without the secret", name, err, path)
+		}
+	}
+	for arg, want := range map[string]int64{"1048576": 1 << 20, "256MiB": 256 << 20, "500MB": 500e6, "2GiB": 2 << 30, "64KiB": 64 << 10} {
+		m, err := parse(caddy.NewTestController("dns", "mesosschema {\nmasters 10.0.0.1:5050\nmax_state_size "+arg+"\n}"))
+		if err != nil {
+			t.Errorf("max_state_size %s: %v, want %d", arg, err, want)
+		} else if m.master.MaxBodySize != want {
+			t.Errorf("max_state_size %s: %d, want %d", arg, m.master.MaxBodySize, want)
 		}
 	}
 }

@@ -192,18 +192,18 @@ const defaultZKPort = "2181"
 func parseZK(s string) (zkURL, error) {
 	rest, ok := strings.CutPrefix(s, "zk://")
 	if !ok {
-		return zkURL{}, fmt.Errorf("zk %q: want zk://host:port[,host:port...]/path", redactZK(s))
+		return zkURL{}, fmt.Errorf("zk %q: want zk://host:port[,host:port...]/path", RedactZK(s))
 	}
 	hosts, path, ok := strings.Cut(rest, "/")
 	path = strings.TrimRight(path, "/")
 	if !ok || path == "" {
-		return zkURL{}, fmt.Errorf("zk %q: no znode path after the hosts", redactZK(s))
+		return zkURL{}, fmt.Errorf("zk %q: no znode path after the hosts", RedactZK(s))
 	}
 	var u zkURL
 	if i := strings.LastIndexByte(hosts, '@'); i >= 0 {
 		u.auth, hosts = hosts[:i], hosts[i+1:]
 		if !strings.Contains(u.auth, ":") {
-			return zkURL{}, fmt.Errorf("zk %q: credentials must be user:pass", redactZK(s))
+			return zkURL{}, fmt.Errorf("zk %q: credentials must be user:pass", RedactZK(s))
 		}
 	}
 	u.path = "/" + path
@@ -212,28 +212,26 @@ func parseZK(s string) (zkURL, error) {
 			h = net.JoinHostPort(strings.Trim(h, "[]"), defaultZKPort)
 		}
 		if err := checkHostPort(h); err != nil {
-			return zkURL{}, fmt.Errorf("zk %q: server %q: %w", redactZK(s), h, err)
+			return zkURL{}, fmt.Errorf("zk %q: server %q: %w", RedactZK(s), h, err)
 		}
 		u.servers = append(u.servers, h)
 	}
 	return u, nil
 }
 
-// redactZK hides the credentials of a zk:// URL for messages.
-func redactZK(s string) string {
+// RedactZK hides the credentials of a zk:// URL, for messages and the
+// HTTP interface's /v1/config. Everything up to the last "@" goes: a
+// password may hold a "/" or an "@" itself.
+func RedactZK(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		scheme, rest = "", s
 	} else {
 		scheme += "://"
 	}
-	hosts, path, slash := strings.Cut(rest, "/")
-	i := strings.LastIndexByte(hosts, '@')
+	i := strings.LastIndexByte(rest, '@')
 	if i < 0 {
 		return s
 	}
-	if slash {
-		path = "/" + path
-	}
-	return scheme + "xxxxx@" + hosts[i+1:] + path
+	return scheme + "xxxxx@" + rest[i+1:]
 }

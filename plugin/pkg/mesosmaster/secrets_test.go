@@ -131,3 +131,18 @@ func TestCredentialsOverHTTP(t *testing.T) {
 		t.Errorf("IAM login over http: New = %v, want %v without the secrets", err, ErrInsecureCredentials)
 	}
 }
+
+// TestRedactZK: the credentials of a zk:// URL never show, whatever
+// characters the password holds.
+func TestRedactZK(t *testing.T) {
+	for in, want := range map[string]string{
+		"zk://user:secret@10.0.0.1:2181,10.0.0.2/mesos": "zk://xxxxx@10.0.0.1:2181,10.0.0.2/mesos",
+		"zk://user:se/cret@10.0.0.1:2181/mesos":         "zk://xxxxx@10.0.0.1:2181/mesos",
+		"zk://user:se@cret@10.0.0.1:2181/mesos":         "zk://xxxxx@10.0.0.1:2181/mesos",
+		"zk://10.0.0.1:2181/mesos":                      "zk://10.0.0.1:2181/mesos",
+	} {
+		if got := RedactZK(in); got != want {
+			t.Errorf("RedactZK(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
