@@ -9,8 +9,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/schemadns/schemadns/plugin/pkg/mesosmaster"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
@@ -203,5 +206,155 @@ func TestHTTPListenerSharedAcrossReload(t *testing.T) {
 	next.release()
 	if got := fetch(); !strings.HasPrefix(got, "error") {
 		t.Errorf("after the last release: %q, want the listener closed", got)
+	}
+}
+
+// TestHTTPConfigHidesSecrets: /v1/config shows neither the zk URL's
+// password nor the basic auth secret, whatever characters they hold.
+func TestHTTPConfigHidesSecrets(t *testing.T) {
+	m := exampleServer(t)
+	for _, zk := range []string{"zk://user:zk-s3cret@10.0.0.1:2181,10.0.0.2:2181/mesos", "zk://user:zk/s3cret@10.0.0.1:2181/mesos"} {
+		m.master.ZK = zk
+		m.master.Auth.Basic = &mesosmaster.BasicAuth{Principal: "dns", Secret: "basic-s3cret"}
+		_, body := get(t, m.routes(), "/v1/config")
+		if strings.Contains(body, "s3cret") || !strings.Contains(body, `"Zk":"zk://xxxxx@10.0.0.1:2181`) {
+			t.Errorf("zk %s: /v1/config %s", zk, body)
+		}
+	}
+}
+
+// TestHTTPEnumerateCached: /v1/enumerate is encoded once per state and
+// served with its Content-Length; a new state brings a new answer.
+func TestHTTPEnumerateCached(t *testing.T) {
+	m := exampleServer(t)
+	h := m.routes()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/enumerate", nil))
+	first := m.enum.Load()
+	if first == nil || rec.Header().Get("Content-Length") != strconv.Itoa(rec.Body.Len()) || rec.Body.String() != string(first.body) {
+		t.Fatalf("first answer: Content-Length %q for %d bytes, cached %v", rec.Header().Get("Content-Length"), rec.Body.Len(), first != nil)
+	}
+	get(t, h, "/v1/enumerate")
+	if m.enum.Load() != first {
+		t.Error("the second request built the answer again")
+	}
+	// A state without the framework metronome: the next answer has none.
+	st := *m.poller.state.Load()
+	st.Frameworks = slices.DeleteFunc(slices.Clone(st.Frameworks), func(f mesosstate.Framework) bool { return f.Name == "metronome" })
+	m.poller.state.Store(&st)
+	m.poller.stateSeq.Add(1)
+	if _, body := get(t, h, "/v1/enumerate"); strings.Contains(body, "metronome") || !strings.Contains(body, "marathon") {
+		t.Errorf("after a new state: %s", body)
+	}
+}
+
+// freeAddr is a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestHTTPServerLimits: the listener has every timeout set, and a client
+// sending its headers a byte at a time (slowloris) is cut off once the
+// header timeout passes.
+func TestHTTPServerLimits(t *testing.T) {
+	addr := freeAddr(t)
+	h, err := listenHTTP(addr, exampleServer(t).routes(), new(int))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.release()
+	httpServers.Lock()
+	srv := httpServers.m[addr].srv
+	httpServers.Unlock()
+	if srv.ReadHeaderTimeout == 0 || srv.ReadTimeout == 0 || srv.WriteTimeout == 0 || srv.IdleTimeout == 0 || srv.MaxHeaderBytes == 0 {
+		t.Errorf("timeouts: header %s read %s write %s idle %s, max header %d bytes; want all set",
+			srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout, srv.MaxHeaderBytes)
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	request := "GET /v1/version HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("a", 1000)
+	limit := defaultHTTPLimits.readHeader + 2*time.Second
+	cut := false
+	for i := 0; i < len(request) && time.Since(start) < limit; i++ {
+		if _, err := conn.Write([]byte{request[i]}); err != nil {
+			cut = true
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !cut {
+		// The write may still succeed after the close: a read tells.
+		_ = conn.SetReadDeadline(time.Now().Add(time.Second))
+		_, err := conn.Read(make([]byte, 1))
+		cut = err == io.EOF || (err != nil && !isTimeout(err))
+	}
+	if elapsed := time.Since(start); !cut || elapsed > limit {
+		t.Errorf("a client sending its headers a byte every 20ms was not cut off within %s (cut %t after %s)", limit, cut, elapsed)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestHTTPInFlightCap: past the requests served at once, a request is
+// answered 503 at once and counted; once one ends, requests are served.
+func TestHTTPInFlightCap(t *testing.T) {
+	addr := freeAddr(t)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			entered <- struct{}{}
+			<-release
+		}
+		_, _ = io.WriteString(w, "ok")
+	})
+	lim := defaultHTTPLimits
+	lim.maxInFlight = 2
+	h, err := listenHTTPLimited(addr, slow, new(int), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.release()
+	client := &http.Client{Timeout: 5 * time.Second}
+	status := func(path string) int {
+		resp, err := client.Get("http://" + addr + path)
+		if err != nil {
+			t.Errorf("GET %s: %v", path, err)
+			return 0
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { status("/slow") })
+		<-entered
+	}
+	before := value(metrics.httpRefused)
+	start := time.Now()
+	if code := status("/fast"); code != http.StatusServiceUnavailable || time.Since(start) > time.Second {
+		t.Errorf("a third request: %d after %s, want 503 at once", code, time.Since(start))
+	}
+	if got := value(metrics.httpRefused) - before; got != 1 {
+		t.Errorf("refused requests counted %v, want 1", got)
+	}
+	close(release)
+	wg.Wait()
+	if code := status("/fast"); code != http.StatusOK {
+		t.Errorf("after the slow ones: %d, want 200", code)
 	}
 }
