@@ -1,11 +1,17 @@
 // Package handover implements the handover plugin: when CoreDNS shuts down
-// while another process serves the same UDP address (the new pod of a
+// while its successor serves the same UDP address (the new pod of a
 // DaemonSet update with maxSurge, both bound with SO_REUSEPORT), it takes
-// its own sockets out of the kernel's choice at once, so that new queries
-// go to the other process, and answers what it already holds through its
-// lameduck. Without it, the kernel keeps handing half the queries to the
-// old sockets until they close, and those left in their queues then are
-// lost.
+// its own sockets out of the kernel's choice, so that new queries go to the
+// successor, and answers what it already holds through its lameduck.
+// Without it, the kernel keeps handing half the queries to the old sockets
+// until they close, and those left in their queues then are lost.
+//
+// Any process of the same UID can join a SO_REUSEPORT group, so a socket
+// beside ours is not trusted for being there: it must be unconnected, of
+// our UID, and held by a process that proves, in answer to a probe sent to
+// the shared address, that it holds the same key (probe.go). The handover
+// is taken back when the successor goes away or stops proving it
+// (watch.go).
 package handover
 
 import (
@@ -19,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,14 +58,20 @@ func ownSockets() ([]socket, error) {
 	return out, nil
 }
 
-// listener inspects fd: a UDP socket, SO_REUSEPORT, bound, not connected.
-func listener(fd int) (socket, bool) {
+// fdInode is the inode of the socket fd refers to, if it is a socket.
+func fdInode(fd int) (uint64, bool) {
 	link, err := os.Readlink(filepath.Join("/proc/self/fd", strconv.Itoa(fd)))
 	if err != nil || !strings.HasPrefix(link, "socket:[") {
-		return socket{}, false
+		return 0, false
 	}
 	inode, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]"), 10, 64)
-	if err != nil {
+	return inode, err == nil
+}
+
+// listener inspects fd: a UDP socket, SO_REUSEPORT, bound, not connected.
+func listener(fd int) (socket, bool) {
+	inode, ok := fdInode(fd)
+	if !ok {
 		return socket{}, false
 	}
 	if typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_DGRAM {
@@ -81,52 +94,90 @@ func listener(fd int) (socket, bool) {
 	return socket{fd: fd, inode: inode, local: local}, true
 }
 
+// stillOurs tells whether s.fd still refers to the socket it did: the
+// server closes its listeners at the end of the lameduck, and the number
+// may then name another socket (an upstream's), which must not be touched.
+func (s socket) stillOurs() bool {
+	inode, ok := fdInode(s.fd)
+	return ok && inode == s.inode
+}
+
 func addrPort(sa unix.Sockaddr) (netip.AddrPort, bool) {
 	switch a := sa.(type) {
 	case *unix.SockaddrInet4:
 		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)), true // #nosec G115 -- a port
 	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port)), true // #nosec G115 -- a port
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port)), true // #nosec G115 -- a port
 	}
 	return netip.AddrPort{}, false
 }
 
-// boundUDP reads /proc/net/udp and udp6: the inodes of every UDP socket of
-// the network namespace by local address.
-func boundUDP() (map[netip.AddrPort][]uint64, error) {
-	out := map[netip.AddrPort][]uint64{}
+// procSocket is one line of /proc/net/udp or tcp: what the network
+// namespace tells about a socket of any process.
+type procSocket struct {
+	local, remote netip.AddrPort
+	uid           uint32
+	inode         uint64
+}
+
+// connected: a connected socket has a remote port; the kernel gives it
+// only datagrams from that peer, so it takes no share of the clients'.
+func (p procSocket) connected() bool { return p.remote.Port() != 0 }
+
+// boundUDP reads /proc/net/udp and udp6: every UDP socket of the network
+// namespace by local address.
+func boundUDP() (map[netip.AddrPort][]procSocket, error) {
+	out := map[netip.AddrPort][]procSocket{}
+	add := func(p procSocket) bool {
+		out[p.local] = append(out[p.local], p)
+		return true
+	}
 	for _, f := range []string{"/proc/net/udp", "/proc/net/udp6"} {
-		if err := readProcNet(f, out); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := readProcNet(f, add); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// readProcNet adds the sockets of one /proc/net/udp* table: the local
-// address is column 2 (hex address in host byte order per 32-bit word,
-// colon, hex port), the inode column 10.
-func readProcNet(path string, out map[netip.AddrPort][]uint64) error {
+// readProcNet calls each for the sockets of one /proc/net/{udp,tcp}*
+// table until it returns false: the local and remote addresses are
+// columns 2 and 3 (hex address in host byte order per 32-bit word, colon,
+// hex port), the uid column 8, the inode column 10. A socket being closed
+// has inode 0 and is left out.
+func readProcNet(path string, each func(procSocket) bool) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("handover: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Scan() // the header
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 10 {
-			continue
+		p, ok := parseProcLine(sc.Text())
+		if ok && !each(p) {
+			return nil
 		}
-		local, ok := parseProcAddr(fields[1])
-		inode, err := strconv.ParseUint(fields[9], 10, 64)
-		if !ok || err != nil {
-			continue
-		}
-		out[local] = append(out[local], inode)
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("handover: %s: %w", path, err)
+	}
+	return nil
+}
+
+func parseProcLine(line string) (procSocket, bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 10 {
+		return procSocket{}, false
+	}
+	local, ok1 := parseProcAddr(fields[1])
+	remote, ok2 := parseProcAddr(fields[2])
+	uid, err1 := strconv.ParseUint(fields[7], 10, 32)
+	inode, err2 := strconv.ParseUint(fields[9], 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil || inode == 0 {
+		return procSocket{}, false
+	}
+	return procSocket{local: local, remote: remote, uid: uint32(uid), inode: inode}, true
 }
 
 // parseProcAddr reads "0A14FEA9:0035" (169.254.20.10:53 on a little-endian
@@ -157,39 +208,24 @@ func parseProcAddr(s string) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(netip.AddrFrom16(b).Unmap(), uint16(port)), true
 }
 
-// handOver takes each of socks that another socket (not one of socks)
-// shares an address with out of the kernel's choice: connected to its own
+// candidates are the sockets beside s that would take its share of the
+// clients' datagrams once s is out of the kernel's choice: bound to s's
+// address, not ours, not connected. A socket connected to itself (an
+// older instance still in its lameduck) receives nothing from clients and
+// is no successor.
+func candidates(s socket, bound map[netip.AddrPort][]procSocket, ours map[uint64]bool) []procSocket {
+	var out []procSocket
+	for _, p := range bound[s.local] {
+		if !ours[p.inode] && !p.connected() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// connectSelf takes s out of the kernel's choice: connected to its own
 // address, it only takes datagrams from there, which no client sends, and
-// keeps what its queue already holds. It returns the sockets it took out.
-func handOver(socks []socket, bound map[netip.AddrPort][]uint64) []socket {
-	ours := map[uint64]bool{}
-	for _, s := range socks {
-		ours[s.inode] = true
-	}
-	var done []socket
-	for _, s := range socks {
-		if !hasPeer(s, bound, ours) {
-			continue
-		}
-		if err := connectSelf(s); err != nil {
-			log.Warningf("could not hand %s over: %v", s.local, err)
-			continue
-		}
-		done = append(done, s)
-	}
-	return done
-}
-
-// hasPeer tells whether a socket that is not ours is bound to s's address.
-func hasPeer(s socket, bound map[netip.AddrPort][]uint64, ours map[uint64]bool) bool {
-	for _, inode := range bound[s.local] {
-		if !ours[inode] {
-			return true
-		}
-	}
-	return false
-}
-
+// keeps what its queue already holds.
 func connectSelf(s socket) error {
 	var sa unix.Sockaddr
 	if s.local.Addr().Is4() {
@@ -197,9 +233,28 @@ func connectSelf(s socket) error {
 	} else {
 		sa = &unix.SockaddrInet6{Addr: s.local.Addr().As16(), Port: int(s.local.Port())}
 	}
-	err := unix.Connect(s.fd, sa)
+	return retryEINTR(func() error { return unix.Connect(s.fd, sa) })
+}
+
+// disconnect puts s back into the kernel's choice: connect(2) with
+// AF_UNSPEC dissolves the association, and a socket bound to its address
+// explicitly keeps it. x/sys/unix has no AF_UNSPEC sockaddr, hence the raw
+// call.
+func disconnect(s socket) error {
+	sa := unix.RawSockaddr{Family: unix.AF_UNSPEC}
+	return retryEINTR(func() error {
+		_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(s.fd), uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa)) // #nosec G103 -- connect(2) takes a pointer
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	})
+}
+
+func retryEINTR(f func() error) error {
+	err := f()
 	if errors.Is(err, syscall.EINTR) {
-		err = unix.Connect(s.fd, sa)
+		err = f()
 	}
 	return err
 }
