@@ -374,6 +374,24 @@ func TestDisconnectedAlone(t *testing.T) {
 	}
 }
 
+// TestNoKeyNoHandOver: without a key, even a genuine successor is not
+// handed anything (the degraded mode of a missing key file).
+func TestNoKeyNoHandOver(t *testing.T) {
+	old := reusePort(t, "127.0.0.1:0")
+	addr := old.LocalAddr().String()
+	startInstance(t, addr, testKey(1))
+	oldSock := socketOf(t, old)
+	before := testutil.ToFloat64(refused.WithLabelValues(reasonNoKey))
+	watchFor(t, nil, oldSock)
+	time.Sleep(reprobeEvery + 2*probeTimeout)
+	if !isListener(oldSock) {
+		t.Fatal("handed over without a key")
+	}
+	if got := testutil.ToFloat64(refused.WithLabelValues(reasonNoKey)) - before; got != 1 {
+		t.Errorf("refused_total{reason=no_key} rose by %v, want 1", got)
+	}
+}
+
 // TestProbeProof: an answer proves only the inodes it names, under the
 // key and nonce it was asked with.
 func TestProbeProof(t *testing.T) {
