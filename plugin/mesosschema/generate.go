@@ -228,6 +228,15 @@ func running(ts []mesosstate.Task) int {
 //	_<task>._tcp|_udp.<fw>            the same without DiscoveryInfo; with it,
 //	                                  each DiscoveryInfo port, to the instance
 //	_<port name>._<task>._<proto>.<fw> a named DiscoveryInfo port
+//
+// A DiscoveryInfo name that is not already a label ("big.dog", "db_main")
+// also gets every one of these names as written, as Mesos-DNS serves
+// them (mesosstate.VerbatimName): big.dog.<fw>, big.dog-<hash>-<agent>.<fw>
+// and their .slave names with the same addresses, and _big.dog._tcp.<fw>,
+// _http._big.dog._tcp.<fw>, _big.dog._udp.<fw>.slave... with the same
+// ports. Their SRV records point to the instance's label name, the one
+// that owns its PTR records, which resolves to the same address as the
+// verbatim one Mesos-DNS points to.
 func (g *generator) task(t *mesosstate.Task, fw string, enum *enumFramework) {
 	agentAddr, ok := g.agents[t.SlaveID]
 	label := taskName(t, g.o.rfc952)
@@ -236,43 +245,71 @@ func (g *generator) task(t *mesosstate.Task, fw string, enum *enumFramework) {
 		return
 	}
 	g.out.tasks++
-	var rec recorder = nopRecorder{}
+	c := &taskContext{t: t, fw: fw, agent: agentAddr, ips: t.IPs(g.o.ipSources, agentAddr), rec: nopRecorder{}}
 	if enum != nil {
-		rec = enum.task(t.Name, t.ID)
+		c.rec = enum.task(t.Name, t.ID)
 	}
-	instance := instanceLabel(label, t.ID, t.SlaveID, g.o.rfc952)
-	ips := t.IPs(g.o.ipSources, agentAddr)
-	name, own := label+"."+fw, instance+"."+fw
-	g.addRecorded(rec, name, ips)
-	g.addRecorded(rec, own, ips)
+	c.own = instanceLabel(label, t.ID, t.SlaveID, g.o.rfc952) + "." + fw
+	g.taskAddrs(c, label, c.own)
 	// A container's address is this instance's alone; the agent's own
 	// address (host networking) is slave.<domain>'s.
-	g.own(own, func(a netip.Addr) bool { return a != agentAddr })
-	g.addRecorded(rec, name+".slave", []netip.Addr{agentAddr})
-	g.addRecorded(rec, own+".slave", []netip.Addr{agentAddr})
+	g.own(c.own, func(a netip.Addr) bool { return a != agentAddr })
 	if since, ok := runningSince(t); ok {
-		g.out.running[own] = since
+		g.out.running[c.own] = since
 	}
-	hasDI := t.Discovery != nil && t.Discovery.Name != ""
-	ports, _ := mesosstate.ParsePorts(t.Resources.Ports) // a bad range gives no ports
+	g.taskServices(c, label)
+	if v := verbatimName(t, label); v != "" {
+		g.taskAddrs(c, v, v+"-"+mesosstate.InstanceSuffix(t.ID, t.SlaveID)+"."+fw)
+		g.taskServices(c, v)
+	}
+}
+
+// taskContext is what every name of one task instance is made from.
+type taskContext struct {
+	t     *mesosstate.Task
+	fw    string
+	agent netip.Addr
+	ips   []netip.Addr
+	// own is the instance's name (its label's): every SRV target.
+	own string
+	rec recorder
+}
+
+// taskAddrs gives the task's name (one label, or a verbatim name of
+// several) and the instance's name their addresses, and the same names
+// under .slave the agent's.
+func (g *generator) taskAddrs(c *taskContext, name, instance string) {
+	name += "." + c.fw
+	g.addRecorded(c.rec, name, c.ips)
+	g.addRecorded(c.rec, instance, c.ips)
+	g.addRecorded(c.rec, name+".slave", []netip.Addr{c.agent})
+	g.addRecorded(c.rec, instance+".slave", []netip.Addr{c.agent})
+}
+
+// taskServices makes the SRV names of the task called name: the host
+// ports under .slave (and, without DiscoveryInfo, without it), then the
+// DiscoveryInfo ports.
+func (g *generator) taskServices(c *taskContext, name string) {
+	hasDI := c.t.Discovery != nil && c.t.Discovery.Name != ""
+	ports, _ := mesosstate.ParsePorts(c.t.Resources.Ports) // a bad range gives no ports
 	for _, p := range ports {
 		for _, proto := range bothProtocols {
-			srvName := "_" + label + "._" + proto + "." + fw
-			g.srvRecorded(rec, srvName+".slave", own+".slave", p)
+			srvName := "_" + name + "._" + proto + "." + c.fw
+			g.srvRecorded(c.rec, srvName+".slave", c.own+".slave", p)
 			if !hasDI {
-				g.srvRecorded(rec, srvName, own+".slave", p)
+				g.srvRecorded(c.rec, srvName, c.own+".slave", p)
 			}
 		}
 	}
 	if hasDI {
-		g.discoveryPorts(rec, t.Discovery, label, fw, own)
+		g.discoveryPorts(c, name)
 	}
 }
 
 // discoveryPorts: each DiscoveryInfo port, in its protocol (both when it
 // says none), to the instance's own name, also under its port name.
-func (g *generator) discoveryPorts(rec recorder, di *mesosstate.DiscoveryInfo, label, fw, own string) {
-	for _, p := range di.Ports.Ports {
+func (g *generator) discoveryPorts(c *taskContext, name string) {
+	for _, p := range c.t.Discovery.Ports.Ports {
 		if p.Number <= 0 || p.Number > 65535 {
 			continue
 		}
@@ -282,10 +319,10 @@ func (g *generator) discoveryPorts(rec recorder, di *mesosstate.DiscoveryInfo, l
 		}
 		portName := mesosstate.TaskLabel(p.Name, g.o.rfc952)
 		for _, proto := range protos {
-			srvName := "_" + label + "._" + proto + "." + fw
-			g.srvRecorded(rec, srvName, own, uint16(p.Number))
+			srvName := "_" + name + "._" + proto + "." + c.fw
+			g.srvRecorded(c.rec, srvName, c.own, uint16(p.Number))
 			if portName != "" {
-				g.srvRecorded(rec, "_"+portName+"."+srvName, own, uint16(p.Number))
+				g.srvRecorded(c.rec, "_"+portName+"."+srvName, c.own, uint16(p.Number))
 			}
 		}
 	}
@@ -314,6 +351,19 @@ func taskName(t *mesosstate.Task, rfc952 bool) string {
 		return mesosstate.TaskLabel(t.Discovery.Name, rfc952)
 	}
 	return mesosstate.TaskLabel(t.Name, rfc952)
+}
+
+// verbatimName is the name as written that Mesos-DNS also gives a task
+// named by its DiscoveryInfo, "" when it has none, the name is one
+// Mesos-DNS never answers, or it is the label itself.
+func verbatimName(t *mesosstate.Task, label string) string {
+	if t.Discovery == nil {
+		return ""
+	}
+	if v := mesosstate.VerbatimName(t.Discovery.Name); v != label {
+		return v
+	}
+	return ""
 }
 
 // instanceLabel is the label of one instance of the task labelled label

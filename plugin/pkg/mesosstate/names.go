@@ -79,6 +79,31 @@ func FrameworkName(name string, rfc952 bool) string {
 	return strings.Join(parts, ".")
 }
 
+// VerbatimName is a DiscoveryInfo name as Mesos-DNS also serves it beside
+// its label: as written, dots kept, so that "big.dog" gives the SRV owner
+// _big.dog._tcp.<fw> and the names big.dog.<fw>, besides the label's
+// _big-dog._tcp.<fw> and big-dog.<fw>. Mesos-DNS does not sanitise it,
+// even with EnforceRFC952, but looks every question up in lower case: a
+// name with an upper-case letter, a character other than a lower-case
+// letter, digit, '-' or '_', an empty label or one over 63 characters is
+// never answered there, and gives "" here.
+func VerbatimName(name string) string {
+	if name == "" {
+		return ""
+	}
+	for label := range strings.SplitSeq(name, ".") {
+		if label == "" || len(label) > maxLabel {
+			return ""
+		}
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return ""
+			}
+		}
+	}
+	return name
+}
+
 // InstanceLabel returns the label that names one instance of a task, as
 // Mesos-DNS makes it: task, a dash, the first 5 z-base-32 characters of
 // the SHA-1 of taskID, a dash, and the last dash-separated field of
@@ -86,22 +111,27 @@ func FrameworkName(name string, rfc952 bool) string {
 // TaskLabel gives it. The label fits in 63 characters: the task part is
 // cut, never the hash or the agent part.
 func InstanceLabel(task, taskID, slaveID string) string {
-	var suffix strings.Builder
-	suffix.WriteByte('-')
-	suffix.WriteString(taskHash(taskID))
-	if agent := agentField(slaveID); agent != "" {
-		suffix.WriteByte('-')
-		suffix.WriteString(agent)
-	}
-	// The suffix alone, without its dash, always fits: agentField sees to it.
-	room := max(maxLabel-suffix.Len(), 0)
+	suffix := InstanceSuffix(taskID, slaveID)
+	// The suffix alone always fits: agentField sees to it.
+	room := max(maxLabel-len(suffix)-1, 0)
 	if len(task) > room {
 		task = strings.TrimRight(task[:room], "-")
 	}
 	if task == "" {
-		return suffix.String()[1:]
+		return suffix
 	}
-	return task + suffix.String()
+	return task + "-" + suffix
+}
+
+// InstanceSuffix is what follows a task's name, after a dash, in the name
+// of one of its instances: the hash of taskID, a dash and the agent part of
+// slaveID ("4dfjd-s0"), as InstanceLabel describes them. Mesos-DNS appends
+// it uncut to a VerbatimName too ("big.dog-4dfjd-s0").
+func InstanceSuffix(taskID, slaveID string) string {
+	if agent := agentField(slaveID); agent != "" {
+		return taskHash(taskID) + "-" + agent
+	}
+	return taskHash(taskID)
 }
 
 // agentField returns the last dash-separated field of an agent ID, made a

@@ -108,3 +108,40 @@ func TestInstanceLabel(t *testing.T) {
 		t.Errorf("huge agent ID: %q", got)
 	}
 }
+
+// TestVerbatimName: the DiscoveryInfo names Mesos-DNS answers as written
+// are those a lower-case question can reach.
+func TestVerbatimName(t *testing.T) {
+	for in, want := range map[string]string{
+		"big.dog":                      "big.dog",
+		"db_main":                      "db_main",
+		"a-rather-long.group":          "a-rather-long.group",
+		"9lives.cats":                  "9lives.cats", // EnforceRFC952 does not touch it
+		"search":                       "search",
+		"Big.Cat":                      "",
+		"my app.v2":                    "",
+		"big..dog":                     "",
+		".big":                         "",
+		"big.":                         "",
+		"café.x":                       "",
+		"":                             "",
+		strings.Repeat("x", 64) + ".y": "",
+		strings.Repeat("x", 63) + ".y": strings.Repeat("x", 63) + ".y",
+	} {
+		if got := VerbatimName(in); got != want {
+			t.Errorf("VerbatimName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestInstanceSuffix: the part after the task's name in an instance's
+// label.
+func TestInstanceSuffix(t *testing.T) {
+	suffix := InstanceSuffix("test", "20150525-034430-1-S4")
+	if suffix != "iffe9-s4" {
+		t.Errorf("InstanceSuffix = %q, want iffe9-s4 (Mesos-DNS's hash of \"test\")", suffix)
+	}
+	if got := InstanceLabel("web", "test", "20150525-034430-1-S4"); got != "web-"+suffix {
+		t.Errorf("InstanceLabel = %q, want web-%s", got, suffix)
+	}
+}
