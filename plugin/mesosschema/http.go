@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -136,15 +136,10 @@ func (m *Mesosschema) restService(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Mesosschema) restEnumerate(w http.ResponseWriter, _ *http.Request) {
-	body, err := m.enumerated()
-	if err != nil {
-		log.Errorf("HTTP interface: /v1/enumerate: %v", err)
-		http.Error(w, "cannot encode the enumeration", http.StatusInternalServerError)
-		return
-	}
+	body := m.enumerated()
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	if _, err := w.Write(body); err != nil {
+	w.Header().Set("Content-Length", strconv.Itoa(body.size))
+	if err := body.writeTo(w); err != nil {
 		log.Debugf("HTTP interface: %v", err)
 	}
 }
@@ -154,16 +149,16 @@ func (m *Mesosschema) restEnumerate(w http.ResponseWriter, _ *http.Request) {
 // build and no buffer of its own, and only one answer is held at a time.
 type enumCache struct {
 	seq  uint64 // the poller's stateSeq the answer was built from
-	body []byte
+	body chunks
 }
 
 // enumerated returns the encoded enumeration of the state kept, building
 // it on the first request after a new state. Concurrent first requests
 // wait for one build.
-func (m *Mesosschema) enumerated() ([]byte, error) {
+func (m *Mesosschema) enumerated() *chunks {
 	seq := m.poller.stateSeq.Load()
 	if c := m.enum.Load(); c != nil && c.seq == seq {
-		return c.body, nil
+		return &c.body
 	}
 	m.enumMu.Lock()
 	defer m.enumMu.Unlock()
@@ -171,21 +166,17 @@ func (m *Mesosschema) enumerated() ([]byte, error) {
 	// that state or a newer one, never an older.
 	seq = m.poller.stateSeq.Load()
 	if c := m.enum.Load(); c != nil && c.seq == seq {
-		return c.body, nil
+		return &c.body
 	}
 	// The last answer goes first: two are never held at once.
 	m.enum.Store(nil)
-	enum := &enumeration{zone: m.forwardZone(), Frameworks: []*enumFramework{}}
+	enum := &enumeration{zone: m.forwardZone()}
 	if st := m.poller.state.Load(); st != nil {
 		generate(st, &m.gen, enum)
 	}
-	body, err := json.Marshal(enum)
-	if err != nil {
-		return nil, fmt.Errorf("encode: %w", err)
-	}
-	body = append(body, '\n') // as json.Encoder ends the other answers
-	m.enum.Store(&enumCache{seq: seq, body: body})
-	return body, nil
+	c := &enumCache{seq: seq, body: enum.finish()}
+	m.enum.Store(c)
+	return &c.body
 }
 
 // mesosDNSConfig is the configuration as Mesos-DNS's /v1/config names it;
@@ -304,16 +295,27 @@ func firstOfEachFamily(addrs []netip.Addr) []netip.Addr {
 	return out
 }
 
-// enumeration is /v1/enumerate's answer, filled by generate.
+// enumeration is /v1/enumerate's answer, encoded as generate makes it:
+// a task's records are written out when the next task (or framework)
+// starts, so that only one task's records are held at a time. The JSON
+// is Mesos-DNS's:
+//
+//	{"frameworks":[{"tasks":[{"name","id","records":[{"name","host","rtype"}]}],"name"}]}
 type enumeration struct {
-	zone       string
-	Frameworks []*enumFramework `json:"frameworks"`
+	zone string
+	out  chunks
+	// open is the framework being written; frameworks counts those begun.
+	open       *enumFramework
+	frameworks int
 }
 
 type enumFramework struct {
-	zone  string
-	Tasks []*enumTask `json:"tasks"`
-	Name  string      `json:"name"`
+	e    *enumeration
+	name string
+	// open is the task whose records are being collected; tasks counts
+	// those written.
+	open  *enumTask
+	tasks int
 }
 
 type enumTask struct {
@@ -330,15 +332,103 @@ type enumRecord struct {
 }
 
 func (e *enumeration) framework(name string) *enumFramework {
-	f := &enumFramework{zone: e.zone, Name: name, Tasks: []*enumTask{}}
-	e.Frameworks = append(e.Frameworks, f)
-	return f
+	e.closeFramework()
+	if e.frameworks == 0 {
+		e.out.write([]byte(`{"frameworks":[`))
+	} else {
+		e.out.write([]byte(","))
+	}
+	e.frameworks++
+	e.out.write([]byte(`{"tasks":[`))
+	e.open = &enumFramework{e: e, name: name}
+	return e.open
 }
 
 func (f *enumFramework) task(name, id string) *enumTask {
-	et := &enumTask{zone: f.zone, Name: name, ID: id, Records: []enumRecord{}}
-	f.Tasks = append(f.Tasks, et)
-	return et
+	f.flush()
+	f.open = &enumTask{zone: f.e.zone, Name: name, ID: id, Records: []enumRecord{}}
+	return f.open
+}
+
+// flush writes the open task out.
+func (f *enumFramework) flush() {
+	if f.open == nil {
+		return
+	}
+	if f.tasks > 0 {
+		f.e.out.write([]byte(","))
+	}
+	f.tasks++
+	f.e.out.writeJSON(f.open)
+	f.open = nil
+}
+
+// closeFramework ends the open framework: its last task, its name.
+func (e *enumeration) closeFramework() {
+	if e.open == nil {
+		return
+	}
+	e.open.flush()
+	e.out.write([]byte(`],"name":`))
+	e.out.writeJSON(e.open.name)
+	e.out.write([]byte("}"))
+	e.open = nil
+}
+
+// finish ends the answer, with a newline as json.Encoder ends the other
+// answers, and returns it.
+func (e *enumeration) finish() chunks {
+	if e.frameworks == 0 {
+		e.out.write([]byte(`{"frameworks":[`))
+	}
+	e.closeFramework()
+	e.out.write([]byte("]}\n"))
+	return e.out
+}
+
+// chunkSize is the size of an answer's chunks: the most a chunk wastes.
+const chunkSize = 256 << 10
+
+// chunks is an answer written in fixed-size chunks: it grows without
+// copying, so that building a 20 MB answer holds 20 MB, not the 2 or 3
+// times a doubling buffer does.
+type chunks struct {
+	parts [][]byte
+	size  int
+}
+
+func (c *chunks) write(p []byte) {
+	c.size += len(p)
+	for len(p) > 0 {
+		if n := len(c.parts); n == 0 || len(c.parts[n-1]) == cap(c.parts[n-1]) {
+			c.parts = append(c.parts, make([]byte, 0, chunkSize))
+		}
+		last := &c.parts[len(c.parts)-1]
+		k := min(len(p), cap(*last)-len(*last))
+		*last = append(*last, p[:k]...)
+		p = p[k:]
+	}
+}
+
+// writeJSON writes v, one task or a string: json.Marshal cannot fail on
+// them.
+func (c *chunks) writeJSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		log.Errorf("HTTP interface: /v1/enumerate: %v", err)
+		b = []byte("null")
+	}
+	c.write(b)
+}
+
+// writeTo sends the chunks to w.
+func (c *chunks) writeTo(w io.Writer) error {
+	for _, p := range c.parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // recorder collects the records made for one task.

@@ -216,7 +216,11 @@ func (p *poller) failed(err error) {
 	metrics.polls.WithLabelValues("error").Inc()
 	metrics.reachable.Set(0)
 	// One line: the failures of each master are joined with newlines.
-	err = errors.New(strings.ReplaceAll(err.Error(), "\n", "; "))
+	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	if errors.Is(err, mesosmaster.ErrBodyTooLarge) {
+		msg += " (max_state_size " + strconv.FormatInt(p.client.MaxBodySize(), 10) + " bytes: raise it if the cluster's state is that large)"
+	}
+	err = errors.New(msg)
 	p.lastErr.Store(&err)
 	p.emptied, p.held = 0, nil // a hold counts agentless states in a row
 	if !p.outage.IsZero() {

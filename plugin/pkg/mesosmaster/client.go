@@ -146,6 +146,9 @@ func tlsConfig(cfg Config) (*tls.Config, error) {
 	return conf, nil
 }
 
+// MaxBodySize is the limit on a state body in effect, in bytes.
+func (c *Client) MaxBodySize() int64 { return c.cfg.MaxBodySize }
+
 // Start starts following the ZooKeeper election, when Config.ZK is set;
 // it returns at once. Fetch works without Start, on the other candidates.
 func (c *Client) Start() error {
