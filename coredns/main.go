@@ -6,10 +6,13 @@ package main
 //go:generate go run ./gen -cfg ../plugin.cfg -out plugins/zplugins.go
 
 import (
+	"os"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/coremain"
 	"github.com/schemadns/schemadns/coredns/plugins"
+	"github.com/schemadns/schemadns/plugin/handover"
 )
 
 // version is the schemadns release, set at build time with
@@ -17,6 +20,12 @@ import (
 var version = "dev"
 
 func main() {
+	// `coredns -handover-probe SOCKET` is the node-local cache's exec
+	// readiness probe (the image has no shell): it asks this very pod's
+	// process, through handover's self_ready socket, and exits.
+	if code, ran := handover.ProbeMain(os.Args[1:], os.Stderr); ran {
+		os.Exit(code)
+	}
 	dnsserver.Directives = plugins.Directives
 	// coremain handles -plugins as stock CoreDNS does (caddy's
 	// DescribePlugins: one plugin a line, no "dns." prefix), and prints

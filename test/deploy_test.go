@@ -255,7 +255,7 @@ func TestDeployWiring(t *testing.T) {
 		})
 		if c.has("node-local") {
 			checkWiring(t, c.String(), r.find(t, "DaemonSet", "node-local-dns"), r.configOf(t, "DaemonSet", "node-local-dns")["Corefile"], wiring{
-				ready: "8181", health: "8080", metrics: "9253", host: "169.254.20.10", surge: true,
+				ready: "8181", health: "8080", metrics: "9253", host: "169.254.20.10", surge: true, selfReady: "/run/coredns/ready.sock",
 				corefile: []string{"ready 169.254.20.10:8181\n", "health 169.254.20.10:8080 {\n", "prometheus :9253\n", "bind 169.254.20.10\n"},
 			})
 		}
@@ -270,7 +270,10 @@ func TestDeployWiring(t *testing.T) {
 type wiring struct {
 	ready, health, metrics, host string
 	surge                        bool
-	corefile                     []string
+	// selfReady: the readiness probe is handover's exec probe of this
+	// socket.
+	selfReady string
+	corefile  []string
 }
 
 func checkWiring(t *testing.T, what string, w *unstructured.Unstructured, corefile string, want wiring) {
@@ -286,7 +289,16 @@ func checkWiring(t *testing.T, what string, w *unstructured.Unstructured, corefi
 			t.Errorf("%s: %s %s probe %+v, want GET %s:%s%s", what, w.GetName(), what, p, want.host, port, path)
 		}
 	}
-	probe("readiness", c.ReadinessProbe, "/ready", want.ready)
+	if want.selfReady != "" {
+		// Asked of the container's own process (handover's self_ready):
+		// on the host network an HTTP probe may reach the other pod.
+		if p := c.ReadinessProbe; p == nil || p.Exec == nil || !slices.Equal(p.Exec.Command, []string{"/coredns", "-handover-probe", want.selfReady}) ||
+			!strings.Contains(corefile, "self_ready "+want.selfReady+" "+want.host+":"+want.ready+"\n") {
+			t.Errorf("%s: %s readiness probe %+v, want exec /coredns -handover-probe %s, served by self_ready for %s:%s", what, w.GetName(), p, want.selfReady, want.host, want.ready)
+		}
+	} else {
+		probe("readiness", c.ReadinessProbe, "/ready", want.ready)
+	}
 	probe("liveness", c.LivenessProbe, "/health", want.health)
 	ports := map[string]bool{}
 	for _, p := range c.Ports {
