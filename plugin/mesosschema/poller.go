@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -143,9 +144,10 @@ func (p *poller) run(ctx context.Context) {
 func (p *poller) poll(ctx context.Context) {
 	start := time.Now()
 	var st *mesosstate.State
-	res, err := p.client.Fetch(ctx, func(body []byte, master string) (string, error) {
+	res, err := p.client.Fetch(ctx, func(body io.Reader, master string) (string, error) {
 		st = nil
-		s, err := mesosstate.Decode(body)
+		in := &countingReader{r: body}
+		s, err := decodeState(in)
 		if err != nil {
 			return "", err
 		}
@@ -154,7 +156,7 @@ func (p *poller) poll(ctx context.Context) {
 			return "", err
 		}
 		st = s
-		metrics.stateBytes.Set(float64(len(body)))
+		metrics.stateBytes.Set(float64(in.n))
 		return leader, nil
 	})
 	metrics.pollSeconds.Observe(time.Since(start).Seconds())

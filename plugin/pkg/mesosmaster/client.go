@@ -2,6 +2,7 @@ package mesosmaster
 
 import (
 	"context"
+	"io"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -33,8 +34,9 @@ type Client struct {
 	// wire holds a response's bytes as they came, gzipped when the master
 	// compressed them (a tenth of the state): kept between polls, and
 	// hashed so that a state the caller accepted last is neither
-	// decompressed nor checked again.
-	wire []byte
+	// decompressed nor checked again. The check reads the state out of
+	// it, decompressing as it goes.
+	wire wireBuf
 	// encoding is wire's Content-Encoding ("" or "gzip").
 	encoding string
 	// seed hashes wire; accepted is the hash of the last state check
@@ -46,30 +48,28 @@ type Client struct {
 	stopped atomic.Bool
 }
 
-// Result is a state and where it came from.
+// Result is where a state came from.
 type Result struct {
-	// Body is the state as served, decompressed; nil when Unchanged. Its
-	// buffer is not kept by the client: it is the caller's until it lets
-	// go of it (a state is tens of megabytes, and the heap between polls
-	// should not hold one).
-	Body []byte
 	// Unchanged: the master served the same bytes as the state the last
 	// check accepted from it, so the state was neither decompressed nor
 	// checked again.
 	Unchanged bool
-	// Master is the host:port that served Body: the leader as far as the
-	// caller's check could tell.
+	// Master is the host:port that served the state: the leader as far as
+	// the caller's check could tell.
 	Master string
 	// Failures are the errors of the candidates tried before Master, joined;
 	// nil when the first candidate answered.
 	Failures error
 }
 
-// CheckFunc decodes a state body served by master and returns the leader
-// that the state names, as host:port ("master@" before it is accepted), or
-// "" when it names none. An error rejects the body: the next candidate is
-// tried. The body is valid only during the call.
-type CheckFunc func(body []byte, master string) (leader string, err error)
+// CheckFunc decodes a state served by master, read from body as it is
+// decompressed (a state is tens of megabytes: it is never held whole,
+// decompressed, by the client), and returns the leader that the state
+// names, as host:port ("master@" before it is accepted), or "" when it
+// names none. An error rejects the state: the next candidate is tried.
+// body is valid only during the call; a read past Config.MaxBodySize
+// fails with ErrBodyTooLarge.
+type CheckFunc func(body io.Reader, master string) (leader string, err error)
 
 // New checks cfg, loads its CA and IAM files and returns a client that has
 // contacted nothing yet.
@@ -200,7 +200,7 @@ func (c *Client) ZKConnected() bool {
 // ZooKeeper names, the master that served the last state, then
 // Config.Masters. check decodes each body and names its leader (see
 // CheckFunc). When every candidate fails, the error lists each one's
-// failure. Result.Body is valid until the next Fetch. A failed IAM login
+// failure. A failed IAM login
 // (ErrLogin) ends the Fetch at once, since every master needs its token.
 func (c *Client) Fetch(ctx context.Context, check CheckFunc) (Result, error) {
 	c.mu.Lock()

@@ -1,13 +1,9 @@
 package mesosmaster
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"net"
 	"net/http"
@@ -26,8 +22,6 @@ const (
 	// names. Masters point at the leader directly; a longer chain is an
 	// election under way.
 	maxHops = 2
-	// minGrow is the least a body buffer grows by.
-	minGrow = 64 << 10
 	// drainSize is how much of an unread body is discarded so that its
 	// connection can be reused; past it the connection is dropped.
 	drainSize = 64 << 10
@@ -61,11 +55,11 @@ func (c *Client) fetchFrom(ctx context.Context, master string, check CheckFunc, 
 			continue
 		}
 		served := hostPort(target)
-		digest := maphash.Bytes(c.seed, c.wire)
+		digest := c.wire.sum(c.seed)
 		if d, ok := c.accepted[served]; ok && d == digest {
 			return Result{Master: served, Unchanged: true}, nil
 		}
-		body, err := c.decoded()
+		body, err := c.wire.body(c.encoding, c.cfg.MaxBodySize)
 		if err != nil {
 			failed[target.Host] = true
 			return Result{}, fmt.Errorf("state from %s: %w", served, err)
@@ -78,7 +72,7 @@ func (c *Client) fetchFrom(ctx context.Context, master string, check CheckFunc, 
 		leader = leaderHostPort(leader)
 		if leader == "" || c.sameMaster(ctx, served, leader) {
 			c.accepted[served] = digest
-			return Result{Body: body, Master: served}, nil
+			return Result{Master: served}, nil
 		}
 		if askedLeader || hop == maxHops {
 			return Result{}, fmt.Errorf("%w: %s names %s as the leader", ErrNotLeader, served, leader)
@@ -211,64 +205,7 @@ func (c *Client) readBody(resp *http.Response) error {
 	if c.encoding != "" && c.encoding != "gzip" && c.encoding != "identity" {
 		return fmt.Errorf("state in the unknown encoding %q", c.encoding)
 	}
-	buf := c.wire[:0]
-	if resp.ContentLength >= 0 && (int64(cap(buf)) <= resp.ContentLength || int64(cap(buf)) > 2*resp.ContentLength+minGrow) {
-		// One byte more than the body, so that EOF is met without
-		// growing; and room given back when the state shrank.
-		buf = make([]byte, 0, resp.ContentLength+1)
-	}
-	buf, err := readAll(resp.Body, buf, limit)
-	c.wire = buf
-	if err != nil {
-		c.wire = c.wire[:0]
-	}
-	return err
-}
-
-// readAll appends r's bytes to buf, up to limit.
-func readAll(r io.Reader, buf []byte, limit int64) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			if int64(len(buf)) > limit {
-				return buf, fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, limit)
-			}
-			room := min(max(int64(cap(buf)), minGrow), limit+1-int64(len(buf)))
-			buf = slices.Grow(buf, int(room))
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		switch {
-		case err == io.EOF && int64(len(buf)) > limit:
-			return buf, fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, limit)
-		case err == io.EOF:
-			return buf, nil
-		case err != nil:
-			return buf, fmt.Errorf("read state: %w", err)
-		}
-	}
-}
-
-// decoded is c.wire decompressed, in a buffer of its own sized by the
-// gzip trailer (the uncompressed size, modulo 4 GiB), or c.wire itself
-// when it came uncompressed.
-func (c *Client) decoded() ([]byte, error) {
-	if c.encoding != "gzip" {
-		return c.wire, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(c.wire))
-	if err != nil {
-		return nil, fmt.Errorf("gunzip: %w", err)
-	}
-	size := int64(0)
-	if n := len(c.wire); n >= 4 {
-		size = int64(binary.LittleEndian.Uint32(c.wire[n-4:]))
-	}
-	buf := make([]byte, 0, min(size, c.cfg.MaxBodySize)+1)
-	buf, err = readAll(zr, buf, c.cfg.MaxBodySize)
-	if err != nil {
-		return nil, fmt.Errorf("gunzip: %w", err)
-	}
-	return buf, nil
+	return c.wire.readFrom(resp.Body, limit, resp.ContentLength)
 }
 
 // drainAndClose discards what is left of a small body, so that its

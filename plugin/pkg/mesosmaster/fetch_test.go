@@ -7,7 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,24 +24,26 @@ import (
 func TestFetchLeader(t *testing.T) {
 	leader := serveMaster(t, leading)
 	c := newClient(t, Config{Masters: []string{leader.addr}})
-	res, err := c.Fetch(context.Background(), checkState)
+	var body []byte
+	res, err := c.Fetch(context.Background(), keepBody(&body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Master != leader.addr || res.Failures != nil {
 		t.Errorf("Master, Failures = %s, %v; want %s, nil", res.Master, res.Failures, leader.addr)
 	}
-	if want := string(stateJSON(leader.addr, leader.addr, 0)); string(res.Body) != want {
-		t.Errorf("Body = %s, want %s", res.Body, want)
+	if want := string(stateJSON(leader.addr, leader.addr, 0)); string(body) != want {
+		t.Errorf("Body = %s, want %s", body, want)
 	}
-	first := unsafe.SliceData(c.wire)
-	res, err = c.Fetch(context.Background(), checkState)
+	first := unsafe.SliceData(c.wire.parts[0])
+	body = nil
+	res, err = c.Fetch(context.Background(), keepBody(&body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if unsafe.SliceData(c.wire) != first || !res.Unchanged || res.Body != nil {
+	if unsafe.SliceData(c.wire.parts[0]) != first || !res.Unchanged || body != nil {
 		t.Errorf("second Fetch: a new wire buffer %t, unchanged %t, body %d bytes; want the same buffer, unchanged, no body",
-			unsafe.SliceData(c.wire) != first, res.Unchanged, len(res.Body))
+			unsafe.SliceData(c.wire.parts[0]) != first, res.Unchanged, len(body))
 	}
 }
 
@@ -101,7 +105,7 @@ func TestFetchFailover(t *testing.T) {
 			name: "check fails",
 			bad:  func(t *testing.T) string { return serveMaster(t, leading).addr },
 			check: func(bad string) CheckFunc {
-				return func(body []byte, master string) (string, error) {
+				return func(body io.Reader, master string) (string, error) {
 					if master == bad {
 						return "", errBadState
 					}
@@ -260,8 +264,8 @@ func TestFetchRedirectLoop(t *testing.T) {
 }
 
 // TestReadBodyReuse: bodies of varying sizes, with and without a
-// Content-Length, land in one buffer that grows only when it must, and is
-// made smaller when a state shrank far below it.
+// Content-Length, land in parts of partSize that are reused, added only
+// when a body needs more, and let go when a state shrank.
 func TestReadBodyReuse(t *testing.T) {
 	size, serial := 100<<10, 0
 	chunked := false
@@ -277,28 +281,34 @@ func TestReadBodyReuse(t *testing.T) {
 		_, _ = w.Write(body)
 	})
 	c := newClient(t, Config{Masters: []string{m.addr}})
-	var caps []int
+	var parts []int
+	var firsts []*byte
 	for _, step := range []struct {
 		size    int
 		chunked bool
-	}{{100 << 10, false}, {50 << 10, true}, {100 << 10, true}, {100 << 10, false}, {300 << 10, true}, {200, false}} {
+	}{{100 << 10, false}, {50 << 10, true}, {100 << 10, true}, {600 << 10, true}, {200, false}} {
 		size, chunked = step.size, step.chunked
-		res, err := c.Fetch(context.Background(), checkState)
+		var body []byte
+		res, err := c.Fetch(context.Background(), keepBody(&body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(res.Body) != size || res.Unchanged {
-			t.Fatalf("body of %d bytes (unchanged %t), want %d", len(res.Body), res.Unchanged, size)
+		if len(body) != size || res.Unchanged || c.wire.n != int64(size) {
+			t.Fatalf("body of %d bytes (unchanged %t, wire %d), want %d", len(body), res.Unchanged, c.wire.n, size)
 		}
-		caps = append(caps, cap(c.wire))
+		parts = append(parts, len(c.wire.parts))
+		firsts = append(firsts, unsafe.SliceData(c.wire.parts[0]))
 	}
-	// The first body sized the buffer; the 300 KiB one grew it; the
-	// 200-byte one, with its length known, shrank it.
-	for i, n := range caps {
-		changed := i > 0 && n != caps[i-1]
-		if changed != (i == 4 || i == 5) {
-			t.Errorf("buffer capacities %v: want changes only at the fifth and sixth fetches", caps)
-			break
+	// The first body sized one part to its length (and a byte); the
+	// chunked ones reuse it and add parts of partSize only past it: none
+	// up to 100 KiB, two for 600 KiB; the 200-byte one needs only the
+	// first, and the others are let go.
+	if want := []int{1, 1, 1, 3, 1}; !slices.Equal(parts, want) {
+		t.Errorf("parts %v, want %v", parts, want)
+	}
+	for i, p := range firsts {
+		if p != firsts[0] {
+			t.Errorf("fetch %d: a new first part, want the first one reused", i)
 		}
 	}
 }
@@ -329,12 +339,14 @@ func TestFetchUnchanged(t *testing.T) {
 			})
 			c := newClient(t, Config{Masters: []string{m.addr}})
 			checks := 0
-			check := func(body []byte, master string) (string, error) {
+			var body []byte
+			check := func(r io.Reader, master string) (string, error) {
 				checks++
+				leader, err := keepBody(&body)(r, master)
 				if !bytes.HasPrefix(body, []byte(`{"pid"`)) {
 					t.Errorf("check got %q…, not the state", body[:min(len(body), 20)])
 				}
-				return checkState(body, master)
+				return leader, err
 			}
 			for i, want := range []struct {
 				version   int32
@@ -342,13 +354,14 @@ func TestFetchUnchanged(t *testing.T) {
 				checks    int
 			}{{0, false, 1}, {0, true, 1}, {0, true, 1}, {1, false, 2}, {1, true, 2}} {
 				version.Store(want.version)
+				body = nil
 				res, err := c.Fetch(context.Background(), check)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if res.Unchanged != want.unchanged || (res.Body == nil) != want.unchanged || checks != want.checks {
+				if res.Unchanged != want.unchanged || (body == nil) != want.unchanged || checks != want.checks {
 					t.Errorf("fetch %d: unchanged %t, body %d bytes, %d checks; want %t and %d checks",
-						i, res.Unchanged, len(res.Body), checks, want.unchanged, want.checks)
+						i, res.Unchanged, len(body), checks, want.unchanged, want.checks)
 				}
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	golog "log"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -94,14 +95,26 @@ func answer(code int) func(*fakeMaster, http.ResponseWriter, *http.Request) {
 
 // checkState is the caller's check: it decodes the state and names its
 // leader.
-func checkState(body []byte, _ string) (string, error) {
+func checkState(body io.Reader, _ string) (string, error) {
 	var s struct {
 		Leader string `json:"leader"`
 	}
-	if err := json.Unmarshal(body, &s); err != nil {
+	if err := json.NewDecoder(body).Decode(&s); err != nil {
 		return "", err
 	}
 	return s.Leader, nil
+}
+
+// keepBody is a check that keeps the body it reads in *got.
+func keepBody(got *[]byte) CheckFunc {
+	return func(body io.Reader, master string) (string, error) {
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return "", err
+		}
+		*got = b
+		return checkState(bytes.NewReader(b), master)
+	}
 }
 
 // newClient makes a client stopped when t ends.
