@@ -42,8 +42,8 @@ type stateDecoder struct {
 // countingReader counts the bytes read, and tells whether any was not
 // white space: an empty body from a truncated one.
 type countingReader struct {
-	r       io.Reader
-	n       int64
+	r        io.Reader
+	n        int64
 	nonSpace bool
 }
 

@@ -2,12 +2,12 @@ package mesosmaster
 
 import (
 	"context"
-	"io"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"net"
 	"net/http"
 	"os"

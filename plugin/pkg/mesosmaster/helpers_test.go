@@ -3,8 +3,8 @@ package mesosmaster
 import (
 	"bytes"
 	"encoding/json"
-	golog "log"
 	"io"
+	golog "log"
 	"net"
 	"net/http"
 	"net/http/httptest"
