@@ -52,8 +52,9 @@ type selfReady struct {
 
 	mu sync.Mutex
 	ln *net.UnixListener
-	// check serializes checks: a flood on the socket costs one check at a
-	// time, not one each.
+	// check allows one check at a time: another asker meanwhile is told
+	// so at once (kubelet asks one at a time; a flood costs one check and
+	// holds no goroutine).
 	check sync.Mutex
 }
 
@@ -105,12 +106,13 @@ func (s *selfReady) serve(ln *net.UnixListener) {
 func (s *selfReady) answer(c net.Conn) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * selfTimeout))
-	s.check.Lock()
-	err := s.ready()
-	s.check.Unlock()
-	msg := readyMsg
-	if err != nil {
-		msg = err.Error()
+	msg := "busy: another readiness check is running"
+	if s.check.TryLock() {
+		msg = readyMsg
+		if err := s.ready(); err != nil {
+			msg = err.Error()
+		}
+		s.check.Unlock()
 	}
 	io.WriteString(c, msg+"\n")
 }
