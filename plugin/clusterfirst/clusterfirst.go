@@ -1,10 +1,14 @@
 // Package clusterfirst keeps the cluster's own names answered when the
 // server is overloaded: it watches how long goroutines wait to run (the
-// queue a UDP query waits in before any plugin sees it), and while that
-// wait is over a target it drops UDP queries for names outside the
-// cluster zones, which the chain would send to a slower upstream, with a
-// probability that grows while the wait stays over; past a higher bound,
-// once every other name is dropped, it drops cluster names the same way.
+// queue a UDP query waits in before any plugin sees it), and once that
+// wait has stood over a target for 100 ms while the process used the CPU
+// it may use (a queue that stands only because a neighbour, a CPU limit, a
+// stop or the collector holds the process up is never shed for: stock
+// would answer those queries a little late), it drops UDP queries for
+// names outside the cluster zones, which the chain would send to a slower
+// upstream, with a probability that grows while the wait stays over; past
+// a higher bound, once every other name is dropped, it drops cluster names
+// the same way.
 package clusterfirst
 
 import (
@@ -34,7 +38,11 @@ type Clusterfirst struct {
 }
 
 // overload is where the handler reads the drop probabilities from.
-type overload interface{ Shedding() shedding }
+type overload interface {
+	Shedding() shedding
+	// dropped counts a drop of a query in the cluster zones or not.
+	dropped(cluster bool)
+}
 
 // Name implements plugin.Handler.
 func (cf *Clusterfirst) Name() string { return pluginName }
@@ -56,7 +64,8 @@ func (cf *Clusterfirst) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *d
 	if odds == 0 || rand.Uint32() >= odds {
 		return cf.next(ctx, w, r)
 	}
-	dropped.WithLabelValues(metrics.WithServer(ctx), class(cluster)).Inc()
+	droppedTotal.WithLabelValues(metrics.WithServer(ctx), class(cluster)).Inc()
+	cf.signal.dropped(cluster)
 	// A silent drop, as stock's shed makes them: nothing written, and an
 	// rcode plugin.ClientWrite takes for written, so that dnsserver
 	// writes no SERVFAIL either. The client times out and retries.

@@ -17,6 +17,7 @@ import (
 type fixedOdds shedding
 
 func (f fixedOdds) Shedding() shedding { return shedding(f) }
+func (fixedOdds) dropped(bool)         {}
 
 // Odds the tests fix: none, every other name dropped, every name dropped.
 var (
@@ -88,7 +89,7 @@ func TestClusterfirstServeDNS(t *testing.T) {
 			if cf.inCluster(&dns.Msg{Question: []dns.Question{{Name: tc.qname}}}) {
 				class = classCluster
 			}
-			before := testutil.ToFloat64(dropped.WithLabelValues(testServer, class))
+			before := testutil.ToFloat64(droppedTotal.WithLabelValues(testServer, class))
 			w := dnstest.NewRecorder(&test.ResponseWriter{TCP: tc.tcp})
 			m := new(dns.Msg)
 			m.SetQuestion(tc.qname, dns.TypeA)
@@ -96,7 +97,7 @@ func TestClusterfirstServeDNS(t *testing.T) {
 			if err != nil || rcode != dns.RcodeSuccess {
 				t.Fatalf("rcode %s, error %v", dns.RcodeToString[rcode], err)
 			}
-			drops := testutil.ToFloat64(dropped.WithLabelValues(testServer, class)) - before
+			drops := testutil.ToFloat64(droppedTotal.WithLabelValues(testServer, class)) - before
 			if tc.passed {
 				if next.asked != 1 || w.Msg == nil || len(w.Msg.Answer) != 1 || drops != 0 {
 					t.Errorf("passed on %d times, reply %v, %v drops: want the next plugin's answer", next.asked, w.Msg, drops)

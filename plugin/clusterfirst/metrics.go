@@ -2,6 +2,7 @@ package clusterfirst
 
 import (
 	"github.com/coredns/coredns/plugin"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -13,7 +14,7 @@ const (
 )
 
 var (
-	dropped = promauto.NewCounterVec(prometheus.CounterOpts{
+	droppedTotal = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "dropped_total",
 		Help: "UDP queries dropped without a reply under overload, by class of name (cluster, other).",
 	}, []string{"server", "class"})
@@ -23,8 +24,20 @@ var (
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "queue_delay_seconds",
 		Help: "The 90th percentile of how long goroutines waited to run in the last 10 ms.",
 	})
+	cpuBusy = promauto.NewGauge(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "cpu_busy_ratio",
+		Help: "The CPU the process used in the last 100 ms, as a share of the CPU it may use (GOMAXPROCS, affinity, cgroup limit): nothing is shed under 0.9.",
+	})
+	episodes = promauto.NewCounter(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "shedding_episodes_total",
+		Help: "Times shedding began: the queue delay stood over target for 100 ms while the process used the CPU it may.",
+	})
 	dropProbability = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "drop_probability",
 		Help: "The probability that a UDP query is dropped now, by class of name (cluster, other).",
 	}, []string{"class"})
 )
+
+// log is the plugin's logger: an episode of shedding begins and ends with a
+// line.
+var log = clog.NewWithPlugin(pluginName)

@@ -44,43 +44,71 @@ func nextProbability(p float64, delay, previous, ref time.Duration) float64 {
 	return min(max(p, 0), 1)
 }
 
-// burstAllowance is how long the queue delay may stay over target before
-// anything is shed, as PIE allows bursts (RFC 8033 section 4.2): a
-// collection cycle or a burst of queries queues goroutines for a few
-// milliseconds at loads the CPU serves, and a query dropped then costs its
-// client a resolver timeout (seconds) for nothing.
-const burstAllowance = 20 * time.Millisecond
+// standing is how long the queue delay must stay over target, the process
+// busy all the while, before anything is shed: CoDel's interval (RFC
+// 8289), long enough to tell a queue that stands from a collection cycle
+// or a burst of queries that the CPU drains by itself (a query dropped
+// then costs its client a resolver timeout, seconds, for nothing).
+const standing = 100 * time.Millisecond
+
+// calm is how long the probabilities must stay 0 for a shedding episode to
+// end. Within an episode shedding resumes as soon as the delay is over
+// target again, without a new standing wait: under an overload that goes
+// on, the controller's probabilities touch 0 now and then, and a queue let
+// grow for another 100 ms each time would make every answer late.
+const calm = time.Second
 
 // controller holds the probabilities between periods.
 type controller struct {
 	target, bound  time.Duration
 	other, cluster float64
 	previous       time.Duration
-	// over is how long the delay has been over target without a break.
+	// over is how long the delay has stood over target without a break.
 	over time.Duration
+	// episode: shedding began and the probabilities have not stayed 0
+	// for calm since; quiet is how long they have been 0 in it.
+	episode bool
+	quiet   time.Duration
 }
 
-// step moves the probabilities for the delay of the last period's window.
-// Nothing is shed until the delay has stayed over target for the burst
-// allowance; cluster names are shed only once every other name is: that
-// is the priority.
-func (c *controller) step(delay time.Duration) shedding {
+// step moves the probabilities for the delay of the last period's window;
+// busy says whether the process used the CPU it may (the CPU gate), and
+// elapsed is the time since the last step: a period, or more when the
+// sampler itself waited to run (under overload it does). Nothing
+// is shed while the process is not busy, nor until the delay has stood
+// over target for standing; cluster names are shed only once every other
+// name is: that is the priority.
+func (c *controller) step(delay time.Duration, busy bool, elapsed time.Duration) shedding {
+	defer func() { c.previous = delay }()
+	if !busy {
+		c.reset()
+		return 0
+	}
 	if delay >= c.target {
-		c.over += samplePeriod
+		c.over += elapsed
 	} else {
 		c.over = 0
 	}
-	if c.other == 0 && c.over < burstAllowance {
-		c.previous = delay
+	if !c.episode && c.over < standing {
 		return 0
 	}
+	c.episode = true
 	c.other = nextProbability(c.other, delay, c.previous, c.target)
 	c.cluster = nextProbability(c.cluster, delay, c.previous, c.bound)
 	if c.other < 1 {
 		c.cluster = 0
 	}
-	c.previous = delay
+	if c.other > 0 {
+		c.quiet = 0
+	} else if c.quiet += elapsed; c.quiet >= calm {
+		c.reset()
+	}
 	return sheddingOf(c.other, c.cluster)
+}
+
+// reset ends an episode: nothing is shed until a queue stands again.
+func (c *controller) reset() {
+	c.other, c.cluster, c.over, c.quiet, c.episode = 0, 0, 0, 0, false
 }
 
 // The sampling. The runtime records in the histogram how long a goroutine
@@ -115,6 +143,11 @@ type sampler struct {
 	// quit ends the goroutine, which closes done when it has returned;
 	// both nil when it is not running.
 	quit, done chan struct{}
+
+	// dropsOther and dropsCluster count an episode's drops for its log line.
+	dropsOther, dropsCluster atomic.Uint64
+	// meter replaces the process's CPU meter in tests.
+	meter *cpuMeter
 }
 
 func newSampler(target, bound time.Duration) *sampler {
@@ -123,6 +156,15 @@ func newSampler(target, bound time.Duration) *sampler {
 
 // Shedding implements overload.
 func (s *sampler) Shedding() shedding { return shedding(s.shedding.Load()) }
+
+// dropped implements overload: it counts a drop for the episode's log line.
+func (s *sampler) dropped(cluster bool) {
+	if cluster {
+		s.dropsCluster.Add(1)
+	} else {
+		s.dropsOther.Add(1)
+	}
+}
 
 // start starts the goroutine; a second start does nothing.
 func (s *sampler) start() error {
@@ -156,32 +198,86 @@ func (s *sampler) stop() error {
 	return nil
 }
 
-// run reads the histogram every period and publishes the probabilities. (Under
-// overload its own wake-ups wait in the queue too: the window then spans
-// more time, never less.)
+// run reads the histogram and the CPU clock every period and publishes the
+// probabilities. (Under overload its own wake-ups wait in the queue too:
+// the window then spans more time, never less.)
 func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	defer s.running.Store(false)
 	tick := time.NewTicker(samplePeriod)
 	defer tick.Stop()
 	ctl := &controller{target: s.target, bound: s.bound}
+	cpu := s.newMeter()
+	var ep episode
+	begin := time.Now()
+	var last time.Duration
 	s.running.Store(true)
 	for {
 		select {
 		case <-quit:
+			ep.end(s, time.Since(begin))
 			return
 		case <-tick.C:
 		}
-		metrics.Read(reads) // reuses the histogram's slices: no allocation
+		now := time.Since(begin) // monotonic
+		metrics.Read(reads)      // reuses the histogram's slices: no allocation
 		hist := reads[0].Value.Float64Histogram()
 		older := h.add(hist.Counts)
 		delay := windowDelay(older, hist.Counts, hist.Buckets)
-		sh := ctl.step(delay)
+		busy := cpu.busy(now)
+		gate := busy >= busyOpen || (ctl.episode && busy >= busyHold)
+		sh := ctl.step(delay, gate, now-last)
+		last = now
 		s.shedding.Store(uint64(sh))
+		ep.follow(s, ctl, now, delay, busy, cpu.allowed)
 		queueDelay.Set(delay.Seconds())
+		cpuBusy.Set(busy)
 		dropProbability.WithLabelValues(classOther).Set(ctl.other)
 		dropProbability.WithLabelValues(classCluster).Set(ctl.cluster)
 	}
+}
+
+// newMeter is the CPU gate's meter: the test's, or one of the process.
+func (s *sampler) newMeter() *cpuMeter {
+	if s.meter != nil {
+		return s.meter
+	}
+	return newCPUMeter(int(cpuWindow/samplePeriod) + 1)
+}
+
+// episode follows a shedding episode for the log: a line when it begins,
+// with what opened it, and one when it ends, with what it dropped, so that
+// a burst too short for an alert's rate still shows.
+type episode struct {
+	on         bool
+	began      time.Duration
+	worstDelay time.Duration
+}
+
+// follow notes the controller's state after a period.
+func (ep *episode) follow(s *sampler, ctl *controller, now, delay time.Duration, busy, allowed float64) {
+	switch {
+	case ctl.episode && !ep.on:
+		*ep = episode{on: true, began: now, worstDelay: delay}
+		episodes.Inc()
+		log.Infof("shedding: queries waited %v to run for over %v while the process used %.0f%% of the %.2g CPU it may use",
+			delay.Round(10*time.Microsecond), standing, 100*busy, allowed)
+	case ep.on && ctl.episode:
+		ep.worstDelay = max(ep.worstDelay, delay)
+	case ep.on:
+		ep.end(s, now)
+	}
+}
+
+// end logs the end of an episode under way, with the drops it counted.
+func (ep *episode) end(s *sampler, now time.Duration) {
+	if !ep.on {
+		return
+	}
+	ep.on = false
+	other, cluster := s.dropsOther.Swap(0), s.dropsCluster.Swap(0)
+	log.Infof("stopped shedding after %v: dropped %d UDP queries (%d in the cluster zones, %d other); the longest wait to run was %v",
+		(now - ep.began).Round(time.Millisecond), other+cluster, cluster, other, ep.worstDelay.Round(10*time.Microsecond))
 }
 
 // readLatencies reads the histogram into a sample that later reads reuse.

@@ -114,46 +114,104 @@ func TestNextProbability(t *testing.T) {
 	}
 }
 
-// TestControllerPriority: nothing is shed within the burst allowance;
-// cluster names are shed only once every other name is, and the odds fall
-// back to none when the queue empties.
+// standingPeriods is how many periods a queue must stand before shedding.
+const standingPeriods = int(standing / samplePeriod)
+
+// TestControllerPriority: nothing is shed until the queue has stood for
+// the standing interval; cluster names are shed only once every other
+// name is, and the odds fall back to none when the queue empties.
 func TestControllerPriority(t *testing.T) {
-	t.Run("a burst shorter than the allowance sheds nothing", func(t *testing.T) {
+	t.Run("a queue shorter than the standing interval sheds nothing", func(t *testing.T) {
 		c := &controller{target: 5 * time.Millisecond, bound: 10 * time.Millisecond}
 		for range 3 {
-			for range int(burstAllowance/samplePeriod) - 1 {
-				if sh := c.step(50 * time.Millisecond); sh != 0 {
-					t.Fatalf("odds %x within the burst allowance", sh)
+			for range standingPeriods - 1 {
+				if sh := c.step(50*time.Millisecond, true, samplePeriod); sh != 0 {
+					t.Fatalf("odds %x before the queue stood %v", sh, standing)
 				}
 			}
-			c.step(0) // the queue empties: the allowance starts again
+			c.step(0, true, samplePeriod) // the queue empties: the interval starts again
 		}
 	})
 	ms := time.Millisecond
 	c := &controller{target: 5 * ms, bound: 10 * ms}
 	var sh shedding
-	for range int(burstAllowance/samplePeriod) - 1 {
-		if sh = c.step(30 * ms); sh != 0 {
-			t.Fatalf("odds %x within the burst allowance", sh)
+	for range standingPeriods - 1 {
+		if sh = c.step(30*ms, true, samplePeriod); sh != 0 {
+			t.Fatalf("odds %x before the queue stood %v", sh, standing)
 		}
 	}
 	for range 3 {
-		sh = c.step(12 * ms) // past the bound, but other names not all shed yet
+		sh = c.step(12*ms, true, samplePeriod) // past the bound, but other names not all shed yet
 	}
 	if sh.cluster() != 0 && c.other < 1 {
 		t.Fatalf("cluster odds %g while other odds %g", c.cluster, c.other)
 	}
 	for range 20 {
-		sh = c.step(30 * ms)
+		sh = c.step(30*ms, true, samplePeriod)
 	}
 	if sh.other() != math.MaxUint32 || sh.cluster() == 0 {
 		t.Fatalf("at 30 ms for 40 ms: other %d, cluster %d; want all other names shed and some cluster names", sh.other(), sh.cluster())
 	}
 	for range 20 {
-		sh = c.step(0)
+		sh = c.step(0, true, samplePeriod)
 	}
 	if sh != 0 {
 		t.Fatalf("after 40 ms of an empty queue: other %g, cluster %g, want none", c.other, c.cluster)
+	}
+}
+
+// TestControllerCPUGate: a queue that stands while the process does not use
+// the CPU it may (a neighbour on its core, throttling, a stop, the
+// collector's idle workers) sheds nothing, however long; the gate closing
+// mid-episode stops shedding at once and ends the episode.
+func TestControllerCPUGate(t *testing.T) {
+	ms := time.Millisecond
+	c := &controller{target: ms, bound: 3 * ms}
+	for range 10 * standingPeriods {
+		if sh := c.step(40*ms, false, samplePeriod); sh != 0 {
+			t.Fatalf("odds %x with the CPU gate shut", sh)
+		}
+	}
+	for range standingPeriods + 5 {
+		c.step(40*ms, true, samplePeriod)
+	}
+	if !c.episode || c.other == 0 {
+		t.Fatalf("a queue standing %v with the process busy: episode %v, other odds %g; want shedding", standing, c.episode, c.other)
+	}
+	if sh := c.step(40*ms, false, samplePeriod); sh != 0 || c.episode {
+		t.Fatalf("gate shut mid-episode: odds %x, episode %v; want none and the episode over", sh, c.episode)
+	}
+	if sh := c.step(40*ms, true, samplePeriod); sh != 0 {
+		t.Fatalf("gate open again: odds %x at once, want a new standing interval first", sh)
+	}
+}
+
+// TestControllerEpisode: within an episode shedding resumes as soon as the
+// delay is over target, without a new standing interval; the episode ends
+// once nothing has been shed for calm, and then the interval applies again.
+func TestControllerEpisode(t *testing.T) {
+	ms := time.Millisecond
+	c := &controller{target: ms, bound: 3 * ms}
+	for range standingPeriods + 5 {
+		c.step(5*ms, true, samplePeriod)
+	}
+	for range 50 { // 100 ms of an empty queue: odds back to 0, still in the episode
+		c.step(0, true, samplePeriod)
+	}
+	if c.other != 0 || !c.episode {
+		t.Fatalf("after 100 ms of an empty queue: other %g, episode %v; want 0 within the episode", c.other, c.episode)
+	}
+	if sh := c.step(5*ms, true, samplePeriod); sh.other() == 0 {
+		t.Fatal("delay over target within an episode: nothing shed, want shedding at once")
+	}
+	for range int(calm/samplePeriod) + 50 {
+		c.step(0, true, samplePeriod)
+	}
+	if c.episode {
+		t.Fatalf("after %v without a drop the episode goes on", calm)
+	}
+	if sh := c.step(5*ms, true, samplePeriod); sh != 0 {
+		t.Fatalf("after the episode: odds %x at once, want a new standing interval first", sh)
 	}
 }
 
@@ -226,6 +284,17 @@ func TestSamplerStopRacesStart(t *testing.T) {
 	}
 }
 
+// busyMeter is a CPU meter that reads the process as using all the CPU it
+// may: the machine running the tests is shared, and whether this process
+// gets a whole core is not this test's question (TestControllerCPUGate's).
+func busyMeter() *cpuMeter {
+	m := newCPUMeter(int(cpuWindow/samplePeriod) + 1)
+	begin := time.Now()
+	m.readAllowed = func() float64 { return 1 }
+	m.readCPU = func() (time.Duration, error) { return time.Since(begin), nil }
+	return m
+}
+
 // TestSamplerSeesOverload: with one P and more work runnable than it
 // serves, goroutines wait in the run queue and the odds climb until every
 // name is shed (cluster ones included); once the work stops they fall back
@@ -236,6 +305,7 @@ func TestSamplerSeesOverload(t *testing.T) {
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	s := newSampler(defaultTarget, defaultBound)
+	s.meter = busyMeter()
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}

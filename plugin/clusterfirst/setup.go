@@ -154,7 +154,7 @@ func primeDropped(cfg *dnsserver.Config) {
 			continue // dnsserver fails the start on it
 		}
 		for _, class := range []string{classCluster, classOther} {
-			dropped.WithLabelValues(cfg.Transport+"://"+addr.String(), class)
+			droppedTotal.WithLabelValues(cfg.Transport+"://"+addr.String(), class)
 		}
 	}
 }
