@@ -1,29 +1,30 @@
 // Package hold keeps a query whose upstream could not be reached and sends
-// it down the chain again, with a growing pause between tries, until a try
-// gets a reply or a short window (2 s by default) has passed. It rides out
-// the moment when every replica of the cluster DNS is down at once and
-// kube-proxy rejects the Service address: forward and gensearchpath fail
-// such a query within a millisecond, and a replica back a second later
-// would have answered it.
+// it down the chain again, with a growing, jittered pause between tries,
+// until a try gets a reply or a short window (2 s by default) has passed.
+// It rides out the moment when every replica of the cluster DNS is down at
+// once and kube-proxy rejects the Service address: forward and
+// gensearchpath fail such a query within a millisecond, and a replica back
+// a second later would have answered it.
+//
+// Holding is bounded three ways: the queries held at once in the process
+// (a count and their bytes: beyond it a query fails at once, as without
+// hold), the retries (a token bucket earned by new queries, so that a
+// returning upstream is not met by every held query at once), and a query
+// that a replica may have read before its connection broke (sent again
+// once at most).
 package hold
 
 import (
 	"context"
-	"errors"
-	"io"
-	"os"
-	"syscall"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/forward"
 	"github.com/coredns/coredns/plugin/metrics"
-	"github.com/coredns/coredns/plugin/pkg/proxy"
 	"github.com/miekg/dns"
 )
 
 // The pause between tries starts short, since a replica may be back at
-// once, and doubles up to a bound that keeps a held query from waiting long
+// once, and grows up to a bound that keeps a held query from waiting long
 // after the upstream is back; every try costs the node a refused packet or
 // two and nothing more.
 const (
@@ -36,8 +37,11 @@ type Hold struct {
 	Next plugin.Handler
 
 	window time.Duration // how long a query is held at most
-	first  time.Duration // the first pause between tries, doubled after each
+	first  time.Duration // the shortest pause between tries
 	most   time.Duration // the longest pause
+
+	held    *budget      // shared by every hold of the process
+	retries *retryBudget // this stanza's own
 }
 
 // Name implements plugin.Handler.
@@ -48,65 +52,90 @@ func (h *Hold) Name() string { return pluginName }
 // same query.
 func (h *Hold) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	start := time.Now()
+	h.retries.deposit()
+	tw := &trackWriter{ResponseWriter: w}
+	rcode, err := plugin.NextOrFailure(h.Name(), h.Next, ctx, tw, r)
+	if tw.wrote || rcode != dns.RcodeServerFailure {
+		return rcode, err
+	}
+	f := classify(err)
+	if f == other {
+		return rcode, err
+	}
+	n := cost(r)
+	if reason := h.held.take(n); reason != "" {
+		rejected.WithLabelValues(metrics.WithServer(ctx), reason).Inc()
+		return rcode, err
+	}
+	defer h.held.give(n)
+	server := metrics.WithServer(ctx)
+	heldNow.WithLabelValues(server).Inc()
+	defer heldNow.WithLabelValues(server).Dec()
+	q := &heldQuery{Hold: h, ctx: ctx, w: w, r: r, server: server, end: h.deadline(ctx, start),
+		pauses: backoff{first: h.first, most: h.most}, rcode: rcode, err: err, failed: f}
+	wrote := q.retry()
+	observe(server, start, outcomeOf(wrote))
+	return q.rcode, q.err
+}
+
+// deadline is when a query that came at start stops being held: the window,
+// or the client's own patience where CoreDNS knows it (the cancel plugin's
+// deadline, a DoH request's context).
+func (h *Hold) deadline(ctx context.Context, start time.Time) time.Time {
 	end := start.Add(h.window)
-	// The client's own patience, where CoreDNS knows it (the cancel
-	// plugin's deadline, a DoH request's context).
 	if d, ok := ctx.Deadline(); ok && d.Before(end) {
 		end = d
 	}
-	pause, tries := h.first, 0
+	return end
+}
+
+// heldQuery is one query while it is held, and its last try's result.
+type heldQuery struct {
+	*Hold
+	ctx    context.Context
+	w      dns.ResponseWriter
+	r      *dns.Msg
+	server string
+	end    time.Time
+	pauses backoff
+
+	rcode  int
+	err    error
+	failed failure // what the last try's error says
+	resent bool    // sent again after a try that may have reached a replica
+}
+
+// retry sends the query down the chain again after each pause until a try
+// is not one to repeat, or the time is up; it reports whether a reply was
+// written. A pause whose retry the bucket has no token for passes without
+// a try: the query waits on for a later one.
+func (q *heldQuery) retry() bool {
 	for {
-		tw := &trackWriter{ResponseWriter: w}
-		rcode, err := plugin.NextOrFailure(h.Name(), h.Next, ctx, tw, r)
-		tries++
-		if tw.wrote || rcode != dns.RcodeServerFailure || !unreachable(err) {
-			if tries > 1 {
-				observe(ctx, start, outcomeOf(tw.wrote))
-			}
-			return rcode, err
+		if q.failed == lost && q.resent {
+			rejected.WithLabelValues(q.server, reasonResent).Inc()
+			return false
 		}
-		wait := min(pause, time.Until(end))
-		if wait <= 0 || !sleep(ctx, wait) {
-			if tries > 1 {
-				observe(ctx, start, outcomeFailed)
-			}
-			return rcode, err
+		wait := min(q.pauses.next(), time.Until(q.end))
+		if wait <= 0 || !sleep(q.ctx, wait) {
+			return false
 		}
-		retries.WithLabelValues(metrics.WithServer(ctx)).Inc()
-		pause = min(2*pause, h.most)
-	}
-}
-
-// unreachable reports whether err says that the query got no reply because
-// the upstream could not be reached: refused (nothing listens there, or
-// kube-proxy rejects a Service without ready endpoints), reset or closed
-// before the reply, no route to it, or every upstream marked down. The
-// query is then safe to send again: no upstream answered it. A timeout is
-// not retried: it has spent the window already, and an upstream too busy to
-// answer gets no more queries from us.
-func unreachable(err error) bool {
-	if err == nil || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	for _, target := range noReply {
-		if errors.Is(err, target) {
-			return true
+		if !q.retries.spend() {
+			throttled.WithLabelValues(q.server).Inc()
+			continue
+		}
+		retries.WithLabelValues(q.server).Inc()
+		if q.failed == lost {
+			q.resent = true
+		}
+		tw := &trackWriter{ResponseWriter: q.w}
+		q.rcode, q.err = plugin.NextOrFailure(q.Name(), q.Next, q.ctx, tw, q.r)
+		if tw.wrote || q.rcode != dns.RcodeServerFailure {
+			return tw.wrote
+		}
+		if q.failed = classify(q.err); q.failed == other {
+			return false
 		}
 	}
-	return false
-}
-
-// noReply are the errors of a query no upstream answered, as forward and
-// gensearchpath return them (wrapped in net.OpError and os.SyscallError).
-// A cached connection the upstream closed (a replica that exited: the
-// kernel closes its sockets) is one: the query was not sent, or not
-// answered.
-var noReply = []error{
-	syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE,
-	syscall.EHOSTUNREACH, syscall.ENETUNREACH,
-	io.EOF, io.ErrUnexpectedEOF,
-	forward.ErrNoHealthy, proxy.ErrNoHealthy,
-	forward.ErrCachedClosed, proxy.ErrCachedClosed,
 }
 
 // sleep waits d, or less when ctx ends first; it reports whether d passed.

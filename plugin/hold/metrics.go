@@ -1,11 +1,9 @@
 package hold
 
 import (
-	"context"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
@@ -26,10 +24,24 @@ var (
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "retries_total",
 		Help: "Queries sent down the chain again after their upstream could not be reached.",
 	}, []string{"server"})
+	// heldNow is added to and taken from, not set: the blocks of one
+	// Corefile on one port share the server label.
+	heldNow = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "held_queries",
+		Help: "Queries held now, waiting for their upstream.",
+	}, []string{"server"})
+	rejected = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "rejected_total",
+		Help: "Queries that failed at once instead of being held or sent again, by reason (count, bytes: max_held was reached; resent: lost after it was written, and sent again once already).",
+	}, []string{"server", "reason"})
+	throttled = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "throttled_total",
+		Help: "Retries of held queries skipped because the retry budget was spent.",
+	}, []string{"server"})
 )
 
-func observe(ctx context.Context, start time.Time, outcome string) {
-	held.WithLabelValues(metrics.WithServer(ctx), outcome).Observe(time.Since(start).Seconds())
+func observe(server string, start time.Time, outcome string) {
+	held.WithLabelValues(server, outcome).Observe(time.Since(start).Seconds())
 }
 
 func outcomeOf(wrote bool) string {
