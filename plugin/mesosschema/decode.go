@@ -22,7 +22,7 @@ func decodeState(r io.Reader) (*mesosstate.State, error) {
 	d.dec = json.NewDecoder(d.in)
 	st, err := d.state()
 	if err != nil {
-		return nil, d.classify(err)
+		return nil, d.classify(d.drain(err))
 	}
 	if st.Leader == "" {
 		return nil, mesosstate.ErrNoLeader
@@ -37,6 +37,21 @@ func decodeState(r io.Reader) (*mesosstate.State, error) {
 type stateDecoder struct {
 	in  *countingReader
 	dec *json.Decoder
+	// depth is how many objects and arrays are open: after a type error,
+	// whether the rest of the body is whole.
+	depth int
+}
+
+// token reads the next token, counting the objects and arrays open.
+func (d *stateDecoder) token() (json.Token, error) {
+	tok, err := d.dec.Token()
+	switch tok {
+	case json.Delim('{'), json.Delim('['):
+		d.depth++
+	case json.Delim('}'), json.Delim(']'):
+		d.depth--
+	}
+	return tok, err
 }
 
 // countingReader counts the bytes read, and tells whether any was not
@@ -61,7 +76,7 @@ var errNotObject = mesosstate.ErrNotObject
 
 // state reads the whole body: one object, then nothing but white space.
 func (d *stateDecoder) state() (*mesosstate.State, error) {
-	tok, err := d.dec.Token()
+	tok, err := d.token()
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +118,7 @@ func (d *stateDecoder) state() (*mesosstate.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := d.dec.Token(); err != io.EOF {
+	if _, err := d.token(); err != io.EOF {
 		if err == nil || isSyntax(err) {
 			return nil, fmt.Errorf("%w at byte %d", mesosstate.ErrTrailingData, d.dec.InputOffset())
 		}
@@ -116,7 +131,7 @@ func (d *stateDecoder) state() (*mesosstate.State, error) {
 // zero, as json.Unmarshal leaves it.
 func (d *stateDecoder) framework() (mesosstate.Framework, error) {
 	var f mesosstate.Framework
-	tok, err := d.dec.Token()
+	tok, err := d.token()
 	if err != nil || tok == nil {
 		return f, err
 	}
@@ -152,7 +167,7 @@ func (d *stateDecoder) framework() (mesosstate.Framework, error) {
 // member with each key to read its value.
 func (d *stateDecoder) object(member func(key string) error) error {
 	for d.dec.More() {
-		tok, err := d.dec.Token()
+		tok, err := d.token()
 		if err != nil {
 			return err
 		}
@@ -164,13 +179,13 @@ func (d *stateDecoder) object(member func(key string) error) error {
 			return err
 		}
 	}
-	_, err := d.dec.Token() // "}"
+	_, err := d.token() // "}"
 	return err
 }
 
 // array reads an array (or null) element by element with elem.
 func (d *stateDecoder) array(elem func() error) error {
-	tok, err := d.dec.Token()
+	tok, err := d.token()
 	if err != nil || tok == nil {
 		return err
 	}
@@ -182,13 +197,13 @@ func (d *stateDecoder) array(elem func() error) error {
 			return err
 		}
 	}
-	_, err = d.dec.Token() // "]"
+	_, err = d.token() // "]"
 	return err
 }
 
 // skip passes over the next value, a token at a time.
 func (d *stateDecoder) skip() error {
-	tok, err := d.dec.Token()
+	tok, err := d.token()
 	if err != nil {
 		return err
 	}
@@ -210,15 +225,38 @@ func (d *stateDecoder) skipValue(tok json.Token) error {
 			return nil
 		}
 		var err error
-		if tok, err = d.dec.Token(); err != nil {
+		if tok, err = d.token(); err != nil {
 			return err
 		}
 	}
 }
 
+// drain reads the rest of the body after a value of the wrong type, for
+// the error json.Unmarshal would give: it checks the whole body's syntax
+// before it decodes, so a truncated body, bad syntax or trailing data
+// are reported before a wrong type.
+func (d *stateDecoder) drain(err error) error {
+	var typ *json.UnmarshalTypeError
+	if !errors.As(err, &typ) && !errors.Is(err, errWrongType) {
+		return err
+	}
+	for d.depth > 0 {
+		if _, terr := d.token(); terr != nil {
+			return terr
+		}
+	}
+	if _, terr := d.token(); terr != io.EOF {
+		return fmt.Errorf("%w at byte %d", mesosstate.ErrTrailingData, d.dec.InputOffset())
+	}
+	return err
+}
+
+// errWrongType marks typeError's errors, for drain.
+var errWrongType = errors.New("wrong type")
+
 // typeError is a value of the wrong type, as json.Unmarshal reports one.
 func (d *stateDecoder) typeError(tok json.Token, want string) error {
-	return fmt.Errorf("%w: %v at byte %d where %s belongs", mesosstate.ErrMalformed, tok, d.dec.InputOffset(), want)
+	return fmt.Errorf("%w: %w: %v at byte %d where %s belongs", mesosstate.ErrMalformed, errWrongType, tok, d.dec.InputOffset(), want)
 }
 
 // classify sorts a failure into mesosstate's errors, as Decode does.
