@@ -291,3 +291,21 @@ func TestZooKeeperLeader(t *testing.T) {
 		t.Errorf("master.mesos = %q: with zk alone, the leader is the one master known", got)
 	}
 }
+
+// TestRedirectRefusedCounted: a master that redirects to a host the
+// stanza does not name is not followed: the poll fails, the zone keeps
+// its last good state, and coredns_mesosschema_redirects_refused_total
+// counts it.
+func TestRedirectRefusedCounted(t *testing.T) {
+	logs := captureLog(t)
+	master := startMaster(t, mesosmaster.Options{State: smallState()})
+	stranger := startMaster(t, mesosmaster.Options{State: smallState()})
+	m := startPlugin(t, nil, master.Addr())
+	before := value(metrics.redirectsRefused)
+	master.SetLeader(stranger.Addr())
+	eventually(t, "a refused redirect counted", func() bool { return value(metrics.redirectsRefused) > before })
+	eventually(t, "the refusal logged", func() bool { return logs.count("not a known master") > 0 })
+	if stranger.Requests() != 0 || !m.Ready() {
+		t.Errorf("the unknown host was asked %d times; ready %t", stranger.Requests(), m.Ready())
+	}
+}
