@@ -119,7 +119,8 @@ func (d *stateDecoder) state() (*mesosstate.State, error) {
 		return nil, err
 	}
 	if _, err := d.token(); err != io.EOF {
-		if err == nil || isSyntax(err) {
+		// Whatever follows, even a value cut short, is data after the state.
+		if err == nil || isSyntax(err) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("%w at byte %d", mesosstate.ErrTrailingData, d.dec.InputOffset())
 		}
 		return nil, err
@@ -245,10 +246,14 @@ func (d *stateDecoder) drain(err error) error {
 			return terr
 		}
 	}
-	if _, terr := d.token(); terr != io.EOF {
+	switch _, terr := d.token(); {
+	case terr == io.EOF:
+		return err
+	case terr == nil || isSyntax(terr) || errors.Is(terr, io.ErrUnexpectedEOF):
 		return fmt.Errorf("%w at byte %d", mesosstate.ErrTrailingData, d.dec.InputOffset())
+	default:
+		return terr // the reader's
 	}
-	return err
 }
 
 // errWrongType marks typeError's errors, for drain.
