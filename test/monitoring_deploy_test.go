@@ -55,11 +55,12 @@ func TestMonitoringComponent(t *testing.T) {
 		}
 	}
 	slices.Sort(added)
-	if want := []string{"ConfigMap/schemadns-dashboard", "PodMonitor/coredns", "PrometheusRule/schemadns"}; !slices.Equal(added, want) {
+	if want := []string{"ConfigMap/schemadns-dashboard", "PodMonitor/coredns", "PodMonitor/node-local-dns", "PrometheusRule/schemadns"}; !slices.Equal(added, want) {
 		t.Errorf("the component adds %v, want %v", added, want)
 	}
 
 	checkPodMonitor(t, r)
+	checkNodeLocalPodMonitor(t, r)
 
 	cm := typed[corev1.ConfigMap](t, r.find(t, "ConfigMap", "schemadns-dashboard"))
 	dash, _ := readDashboard(t)
@@ -198,3 +199,40 @@ func installMonitoringCRDs(t *testing.T, c *kubeapi.Cluster) {
 }
 
 func objectKey(o *unstructured.Unstructured) string { return o.GetKind() + "/" + o.GetName() }
+
+// checkNodeLocalPodMonitor: the node-local cache's PodMonitor selects the
+// node-local DaemonSet's pods and scrapes its node-cache container at the
+// port of the pods' prometheus.io/port annotation, which the node-local
+// Corefile's prometheus listens on (the pods declare no ports).
+func checkNodeLocalPodMonitor(t *testing.T, r rendered) {
+	t.Helper()
+	nl := renderDeploy(t, "overlays/node-local")
+	ds := typed[appsv1.DaemonSet](t, nl.find(t, "DaemonSet", "node-local-dns"))
+	pm := r.find(t, "PodMonitor", "node-local-dns")
+	selector, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	for k, v := range selector {
+		if ds.Spec.Template.Labels[k] != v {
+			t.Errorf("the node-local PodMonitor selects %s=%s, the DaemonSet's pods have %v", k, v, ds.Spec.Template.Labels)
+		}
+	}
+	port := ds.Spec.Template.Annotations["prometheus.io/port"]
+	corefile := nl.configOf(t, "DaemonSet", "node-local-dns")["Corefile"]
+	if !strings.Contains(corefile, "prometheus :"+port+"\n") {
+		t.Errorf("the node-local pods annotate port %q; their Corefile's prometheus listens elsewhere", port)
+	}
+	endpoints, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	if len(endpoints) != 1 {
+		t.Fatalf("the node-local PodMonitor has %d endpoints, want 1", len(endpoints))
+	}
+	relabel, _, _ := unstructured.NestedSlice(endpoints[0].(map[string]any), "relabelings")
+	var keep, address bool
+	for _, rl := range relabel {
+		m := rl.(map[string]any)
+		keep = keep || (m["action"] == "keep" && m["regex"] == ds.Spec.Template.Spec.Containers[0].Name)
+		address = address || (m["targetLabel"] == "__address__" && m["replacement"] == "${1}:"+port)
+	}
+	if !keep || !address {
+		t.Errorf("the node-local PodMonitor's relabelings %v: want the %s container kept (%v) and the address set to the pod's on %s (%v)",
+			relabel, ds.Spec.Template.Spec.Containers[0].Name, keep, port, address)
+	}
+}
