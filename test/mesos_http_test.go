@@ -3,6 +3,11 @@ package test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -250,5 +255,67 @@ func TestMesosEnumerateMemory(t *testing.T) {
 		sizes[0], elapsed.Round(time.Millisecond), above>>20, base>>20, ms.HeapInuse>>20)
 	if above > enumeratePeakLimit {
 		t.Errorf("peak %d MiB above the idle server, over the documented %d MiB", above>>20, enumeratePeakLimit>>20)
+	}
+}
+
+// TestMesosNoSecretsIAM: with a DC/OS IAM service account, neither its
+// private key nor a password in its login endpoint appears in an answer
+// or a log line, through a refused login, a revoked token and the master
+// down.
+func TestMesosNoSecretsIAM(t *testing.T) {
+	const endpointSecret = "iam-s3cret-pw"
+	logs := captureLog(t)
+	master, err := mesosmaster.Start(mesosmaster.Options{State: exampleMesosState(t), TLS: true, IAM: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(master.Close)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	account, _ := json.Marshal(map[string]string{"uid": "dns-svc", "private_key": keyPEM,
+		"login_endpoint": "https://dns:" + endpointSecret + "@" + master.Addr() + mesosmaster.LoginPath})
+	file := filepath.Join(t.TempDir(), "iam.json")
+	if err := os.WriteFile(file, account, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
+	srv := startServer(t, mesosServer{zones: "mesos", options: []string{
+		"tls " + master.CAFile(), "iam " + file, "http " + httpAddr, "refresh 1s", "state_timeout 2s", "startup_timeout 1s",
+	}}.corefile(master.Addr()))
+	// The account is not known yet: the login is refused, and logged.
+	waitLog(t, logs, "IAM login failed")
+	if err := master.AddServiceAccount("dns-svc", &key.PublicKey); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "leader.mesos answered", func() bool {
+		return len(query(t, srv.UDP, "leader.mesos.", dns.TypeA).Answer) == 1
+	})
+	var answers strings.Builder
+	for _, path := range []string{"/v1/config", "/v1/enumerate"} {
+		_, body := httpAnswer(t, "http://"+httpAddr+path)
+		answers.WriteString(body)
+	}
+	master.RevokeTokens()
+	eventually(t, 20*time.Second, "a second login", func() bool { return master.Logins() >= 2 })
+	if err := master.SetDown(true); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, logs, "connection refused")
+	// A line of the key's base64, and the endpoint's password.
+	keyLine := strings.Split(keyPEM, "\n")[2]
+	for _, secret := range []string{endpointSecret, keyLine} {
+		if n := logs.count(secret); n != 0 || strings.Contains(answers.String(), secret) {
+			t.Errorf("%q in %d log lines or in an answer", secret, n)
+		}
+	}
+	if !strings.Contains(answers.String(), `"IAMConfigFile":"`+file+`"`) {
+		t.Errorf("/v1/config does not name the IAM file: %s", answers.String())
 	}
 }
