@@ -288,10 +288,13 @@ func TestBackoffJitter(t *testing.T) {
 }
 
 // TestHoldPausesDiffer: 20 queries refused together are tried again at
-// different times, each pause within the bounds.
+// different times: their first pauses, drawn from 20 to 60 ms, fall both
+// in the lower and in the upper third, which a fixed first pause (late
+// only by the machine's delays) would not.
 func TestHoldPausesDiffer(t *testing.T) {
 	next := &stamping{at: map[uint16][]time.Time{}}
-	h := fastHold(next, 200*time.Millisecond)
+	h := fastHold(next, 300*time.Millisecond)
+	h.first, h.most = 20*time.Millisecond, 200*time.Millisecond
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Add(1)
@@ -303,21 +306,27 @@ func TestHoldPausesDiffer(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	firstPauses := map[time.Duration]bool{}
+	low, high := 0, 0
+	var firsts []time.Duration
 	for id, at := range next.at {
-		for i := 1; i < len(at); i++ {
+		for i := 1; i < len(at)-1; i++ {
 			// A pause may overrun on a busy machine; it never comes early.
-			// The last try comes at the window's end, after a shorter one.
-			if p := at[i].Sub(at[i-1]); p < h.first && i < len(at)-1 {
+			// (The last try comes at the window's end, after a shorter one.)
+			if p := at[i].Sub(at[i-1]); p < h.first {
 				t.Errorf("query %d: pause %d of %s, shorter than %s", id, i, p, h.first)
 			}
 		}
-		if len(at) > 1 {
-			firstPauses[at[1].Sub(at[0]).Round(time.Microsecond)] = true
+		p := at[1].Sub(at[0])
+		firsts = append(firsts, p)
+		switch {
+		case p < 33*time.Millisecond:
+			low++
+		case p >= 47*time.Millisecond:
+			high++
 		}
 	}
-	if len(firstPauses) < 15 {
-		t.Errorf("%d different first pauses among 20 queries refused together, want them spread", len(firstPauses))
+	if low < 3 || high < 3 {
+		t.Errorf("first pauses %v: %d under 33 ms, %d over 47 ms; want them spread from 20 to 60 ms", firsts, low, high)
 	}
 }
 

@@ -24,12 +24,13 @@ const (
 	// would answer nobody.
 	maxWindow = 5 * time.Second
 
-	// The default budget of held queries, for the process: at most 2,000
-	// at once, counted at 11 KiB each plus the message, in at most 24 MiB.
-	// With node-local's three caches full (about 60 MiB) it keeps the
-	// process well inside its 128 MiB limit; see the README.
-	defaultMaxHeld      = 2000
-	defaultMaxHeldBytes = 24 << 20
+	// The default budget of held queries, for the process: at most 1,000
+	// at once, counted at 11 KiB each plus the message, in at most 12 MiB.
+	// With node-local's three caches full (70 MiB) it leaves room in its
+	// 128 MiB limit for a burst's queries in their first try; see the
+	// README.
+	defaultMaxHeld      = 1000
+	defaultMaxHeldBytes = 12 << 20
 
 	// The default retry budget: a retry per new query, ten saved. An
 	// upstream back from an outage gets at most about twice its load.
