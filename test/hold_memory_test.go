@@ -450,7 +450,9 @@ func TestHoldMemoryInNodeLocalLimit(t *testing.T) {
 	if res.held+res.fast+res.other+res.lost != queries {
 		t.Errorf("%d results for %d queries", res.held+res.fast+res.other+res.lost, queries)
 	}
-	if most > 1000 {
-		t.Errorf("%.0f queries held at once, want at most the default max_held of 1000", most)
+	// The burst comes within a second or so and a held query waits 2 s:
+	// the queries that failed after being held were all held together.
+	if most > 1000 || res.held > 1000 {
+		t.Errorf("%.0f queries held at once, %d failed after being held; want at most the default max_held of 1000", most, res.held)
 	}
 }

@@ -237,7 +237,7 @@ func TestHoldRetryBudget(t *testing.T) {
 			server := "dns://retry-budget-" + tc.name + ":53"
 			next := &refusing{}
 			h := fastHold(next, 300*time.Millisecond)
-			h.retries = newRetryBudget(tc.ratio, tc.burst)
+			h.retries = newRetryBudget(tc.ratio, tc.burst, 0)
 			if tc.ratio > 0 {
 				h.retries.tokens.Store(0) // what the queries earn only
 			}
@@ -381,5 +381,19 @@ func TestClassify(t *testing.T) {
 		if got := classify(tc.err); got != tc.want {
 			t.Errorf("%s (%v): %d, want %d", tc.name, tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestHoldRetryFloor: with nothing saved and no queries coming, a held
+// query is still tried at the floor's rate: 20 a second for 500 ms.
+func TestHoldRetryFloor(t *testing.T) {
+	next := &refusing{}
+	h := fastHold(next, 500*time.Millisecond)
+	h.retries = newRetryBudget(0, 1, 20)
+	h.retries.tokens.Store(0)
+	h.ServeDNS(context.Background(), dnstest.NewRecorder(&test.ResponseWriter{}), query())
+	// 10 earned in the window; a pause that overran may miss one or two.
+	if got := next.tries.Load() - 1; got < 7 || got > 11 {
+		t.Errorf("%d retries in 500 ms at 20 a second, want about 10", got)
 	}
 }

@@ -76,29 +76,38 @@ const tokenScale = 1000
 // a retry, up to burst saved, and every retry spends one. The retries that
 // reach an upstream are then at most ratio times the new queries (plus the
 // burst), outage or not, so an upstream that comes back meets at most
-// 1+ratio times its usual load instead of every held query at once. One per
-// hold stanza: each block has its own upstream.
+// 1+ratio times its usual load instead of every held query at once. A
+// floor of perSecond retries a second, earned with time, keeps a quiet
+// node's few held queries tried (as Envoy's min_retry_concurrency does).
+// One per hold stanza: each block has its own upstream.
 type retryBudget struct {
 	tokens atomic.Int64 // in 1/tokenScale of a retry
 	earn   int64        // per query
 	most   int64        // the burst
+
+	perSecond int64      // tokens earned a second, whatever the queries
+	mu        sync.Mutex // guards refilled
+	refilled  time.Time  // when the floor's tokens were last added
 }
 
-func newRetryBudget(ratio float64, burst int) *retryBudget {
-	b := &retryBudget{earn: int64(ratio * tokenScale), most: int64(burst) * tokenScale}
+func newRetryBudget(ratio float64, burst int, perSecond float64) *retryBudget {
+	b := &retryBudget{earn: int64(ratio * tokenScale), most: int64(burst) * tokenScale,
+		perSecond: int64(perSecond * tokenScale), refilled: time.Now()}
 	b.tokens.Store(b.most) // an idle node may retry a burst at once
 	return b
 }
 
 // deposit adds one query's share; in normal times the bucket is full and
 // this is a load.
-func (b *retryBudget) deposit() {
+func (b *retryBudget) deposit() { b.add(b.earn) }
+
+func (b *retryBudget) add(n int64) {
 	for {
 		t := b.tokens.Load()
 		if t >= b.most {
 			return
 		}
-		if b.tokens.CompareAndSwap(t, min(t+b.earn, b.most)) {
+		if b.tokens.CompareAndSwap(t, min(t+n, b.most)) {
 			return
 		}
 	}
@@ -106,6 +115,7 @@ func (b *retryBudget) deposit() {
 
 // spend takes one retry, and reports whether there was one.
 func (b *retryBudget) spend() bool {
+	b.refill()
 	for {
 		t := b.tokens.Load()
 		if t < tokenScale {
@@ -115,6 +125,23 @@ func (b *retryBudget) spend() bool {
 			return true
 		}
 	}
+}
+
+// refill adds the floor's tokens for the time since the last refill. Only
+// held queries call it, so the lock is off the path of ordinary queries.
+func (b *retryBudget) refill() {
+	if b.perSecond <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	n := int64(now.Sub(b.refilled)) * b.perSecond / int64(time.Second)
+	if n <= 0 {
+		return
+	}
+	b.refilled = now
+	b.add(n)
 }
 
 // backoff draws the pauses of one held query with decorrelated jitter

@@ -56,7 +56,7 @@ func writes(rcode int) plugin.HandlerFunc {
 // that is never reached and a retry budget that is never spent.
 func fastHold(next plugin.Handler, window time.Duration) *Hold {
 	return &Hold{Next: next, window: window, first: 10 * time.Millisecond, most: 40 * time.Millisecond,
-		held: &budget{limits: limits{count: 1000, bytes: 1 << 30}}, retries: newRetryBudget(1, 1000)}
+		held: &budget{limits: limits{count: 1000, bytes: 1 << 30}}, retries: newRetryBudget(1, 1000, 0)}
 }
 
 func query() *dns.Msg { return new(dns.Msg).SetQuestion("web.default.svc.cluster.local.", dns.TypeA) }

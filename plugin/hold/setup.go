@@ -32,11 +32,15 @@ const (
 	defaultMaxHeld      = 1000
 	defaultMaxHeldBytes = 12 << 20
 
-	// The default retry budget: a retry per new query, ten saved. An
-	// upstream back from an outage gets at most about twice its load.
+	// The default retry budget: a retry per new query, ten saved, and ten
+	// a second whatever the queries. An upstream back from an outage gets
+	// at most about twice its load, and a quiet node's few held queries
+	// are still tried several times a second.
 	defaultRetryRatio = 1.0
 	defaultRetryBurst = 10
+	defaultRetryFloor = 10.0
 	maxRetryRatio     = 100
+	maxRetryFloor     = 10000
 )
 
 func setup(c *caddy.Controller) error {
@@ -78,12 +82,12 @@ func sharedBudget(c *caddy.Controller, lim limits) (*budget, error) {
 //
 //	hold [WINDOW] {
 //	    max_held COUNT [SIZE]
-//	    retry_budget RATIO [BURST]
+//	    retry_budget RATIO [BURST [FLOOR]]
 //	}
 func parse(c *caddy.Controller) (*Hold, limits, error) {
 	h := &Hold{window: defaultWindow, first: firstPause, most: maxPause}
 	lim := limits{count: defaultMaxHeld, bytes: defaultMaxHeldBytes}
-	ratio, burst := defaultRetryRatio, defaultRetryBurst
+	rb := retrySettings{ratio: defaultRetryRatio, burst: defaultRetryBurst, floor: defaultRetryFloor}
 	for i := 0; c.Next(); i++ {
 		if i > 0 {
 			return nil, lim, plugin.ErrOnce
@@ -97,7 +101,7 @@ func parse(c *caddy.Controller) (*Hold, limits, error) {
 			case "max_held":
 				lim, err = parseMaxHeld(c)
 			case "retry_budget":
-				ratio, burst, err = parseRetryBudget(c)
+				rb, err = parseRetryBudget(c)
 			default:
 				return nil, lim, c.Errf("unknown property %q", c.Val())
 			}
@@ -106,7 +110,7 @@ func parse(c *caddy.Controller) (*Hold, limits, error) {
 			}
 		}
 	}
-	h.retries = newRetryBudget(ratio, burst)
+	h.retries = newRetryBudget(rb.ratio, rb.burst, rb.floor)
 	return h, lim, nil
 }
 
@@ -167,21 +171,33 @@ func parseSize(s string) (int64, error) {
 	return n * mult, nil
 }
 
-// parseRetryBudget reads retry_budget RATIO [BURST].
-func parseRetryBudget(c *caddy.Controller) (float64, int, error) {
+// retrySettings are retry_budget's arguments.
+type retrySettings struct {
+	ratio float64 // retries per query that comes
+	burst int     // retries saved at most
+	floor float64 // retries a second, whatever the queries
+}
+
+// parseRetryBudget reads retry_budget RATIO [BURST [FLOOR]].
+func parseRetryBudget(c *caddy.Controller) (retrySettings, error) {
+	rb := retrySettings{burst: defaultRetryBurst, floor: defaultRetryFloor}
 	args := c.RemainingArgs()
-	if len(args) < 1 || len(args) > 2 {
-		return 0, 0, c.ArgErr()
+	if len(args) < 1 || len(args) > 3 {
+		return rb, c.ArgErr()
 	}
-	ratio, err := strconv.ParseFloat(args[0], 64)
-	if err != nil || ratio < 0 || ratio > maxRetryRatio {
-		return 0, 0, c.Errf("retry_budget ratio %q: want retries per new query, from 0 to %d", args[0], maxRetryRatio)
+	var err error
+	if rb.ratio, err = strconv.ParseFloat(args[0], 64); err != nil || rb.ratio < 0 || rb.ratio > maxRetryRatio {
+		return rb, c.Errf("retry_budget ratio %q: want retries per new query, from 0 to %d", args[0], maxRetryRatio)
 	}
-	burst := defaultRetryBurst
-	if len(args) == 2 {
-		if burst, err = strconv.Atoi(args[1]); err != nil || burst < 1 {
-			return 0, 0, c.Errf("retry_budget burst %q: want a count of retries, 1 or more", args[1])
+	if len(args) > 1 {
+		if rb.burst, err = strconv.Atoi(args[1]); err != nil || rb.burst < 1 {
+			return rb, c.Errf("retry_budget burst %q: want a count of retries, 1 or more", args[1])
 		}
 	}
-	return ratio, burst, nil
+	if len(args) > 2 {
+		if rb.floor, err = strconv.ParseFloat(args[2], 64); err != nil || rb.floor < 0 || rb.floor > maxRetryFloor {
+			return rb, c.Errf("retry_budget floor %q: want retries a second, from 0 to %d", args[2], maxRetryFloor)
+		}
+	}
+	return rb, nil
 }

@@ -27,6 +27,7 @@ func TestHoldSetup(t *testing.T) {
 		window      time.Duration
 		lim         limits
 		earn, burst int64  // the retry budget, in tokens
+		floor       int64  // in tokens a second
 		err         string // part of the error; "" for none
 	}{
 		{corefile: "hold", window: 2 * time.Second},
@@ -38,6 +39,7 @@ func TestHoldSetup(t *testing.T) {
 		{corefile: "hold {\n max_held 10 4096\n}", window: 2 * time.Second, lim: limits{10, 4096}},
 		{corefile: "hold {\n retry_budget 0.5\n}", window: 2 * time.Second, earn: 500},
 		{corefile: "hold {\n retry_budget 2 40\n}", window: 2 * time.Second, earn: 2000, burst: 40},
+		{corefile: "hold {\n retry_budget 2 40 0.5\n}", window: 2 * time.Second, earn: 2000, burst: 40, floor: 500},
 		{corefile: "hold 6s", err: "at most 5s"},
 		{corefile: "hold 0s", err: "more than 0"},
 		{corefile: "hold soon", err: "window"},
@@ -51,6 +53,8 @@ func TestHoldSetup(t *testing.T) {
 		{corefile: "hold {\n retry_budget 101\n}", err: "from 0 to 100"},
 		{corefile: "hold {\n retry_budget 1 -2\n}", err: "retry_budget burst"},
 		{corefile: "hold {\n retry_budget 1 0\n}", err: "1 or more"},
+		{corefile: "hold {\n retry_budget 1 10 -1\n}", err: "retry_budget floor"},
+		{corefile: "hold {\n retry_budget 1 10 0 4\n}", err: "Wrong argument count"},
 		{corefile: "hold\nhold", err: "only be used once"},
 	} {
 		p, ok := stanzatest.Parse(t, tc.corefile, tc.err, parseBoth)
@@ -66,9 +70,12 @@ func TestHoldSetup(t *testing.T) {
 		if tc.burst == 0 {
 			tc.burst = defaultRetryBurst
 		}
+		if tc.floor == 0 {
+			tc.floor = defaultRetryFloor * tokenScale
+		}
 		h := p.h
 		if h.window != tc.window || h.first != firstPause || h.most != maxPause || p.lim != tc.lim ||
-			h.retries.earn != tc.earn || h.retries.most != tc.burst*tokenScale || h.retries.tokens.Load() != h.retries.most {
+			h.retries.earn != tc.earn || h.retries.most != tc.burst*tokenScale || h.retries.tokens.Load() != h.retries.most || h.retries.perSecond != tc.floor {
 			t.Errorf("%q: window %s, pauses %s to %s, limits %+v, retries %d/%d; want %s, %+v, %d/%d", tc.corefile,
 				h.window, h.first, h.most, p.lim, h.retries.earn, h.retries.most, tc.window, tc.lim, tc.earn, tc.burst*tokenScale)
 		}
