@@ -77,21 +77,64 @@ func parse(c *caddy.Controller) (*Mesosschema, error) {
 		if i > 0 {
 			return nil, c.Err("mesosschema can be used only once per server block")
 		}
-		zones, err := stanza.ParseZones(c.RemainingArgs(), []string{defaultZone})
+		args := c.RemainingArgs()
+		zones, err := stanza.ParseZones(args, []string{defaultZone})
 		if err != nil {
 			return nil, c.Errf("%v", err)
 		}
 		m.Zones = zones
-		for c.NextBlock() {
-			if err := m.parseOption(c); err != nil {
-				return nil, err
-			}
+		cf := &fileConfig{stanza: map[string]bool{}, zoneArgs: args, serverKeys: c.ServerBlockKeys}
+		if err := m.parseBlock(c, cf); err != nil {
+			return nil, err
+		}
+		if err := m.applyConfig(c, cf); err != nil {
+			return nil, err
 		}
 		if err := m.complete(); err != nil {
 			return nil, c.Errf("%v", err)
 		}
 	}
 	return m, nil
+}
+
+// parseBlock reads the stanza's options; `config FILE` is noted in cf, to
+// be applied after them, and so is every option written, which overrides
+// the file's field.
+func (m *Mesosschema) parseBlock(c *caddy.Controller, cf *fileConfig) error {
+	for c.NextBlock() {
+		opt := c.Val()
+		if opt == "config" {
+			args := c.RemainingArgs()
+			if len(args) != 1 {
+				return c.ArgErr()
+			}
+			if cf.path != "" {
+				return c.Errf("config: given twice (%s, %s)", cf.path, args[0])
+			}
+			cf.path = args[0]
+			continue
+		}
+		cf.stanza[opt] = true
+		if err := m.parseOption(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyConfig applies the Mesos-DNS config.json cf names, if any, and logs
+// its warnings, one line each.
+func (m *Mesosschema) applyConfig(c *caddy.Controller, cf *fileConfig) error {
+	if cf.path == "" {
+		return nil
+	}
+	if err := m.applyConfigFile(cf); err != nil {
+		return c.Errf("%v", fmt.Errorf("config %s: %w", cf.path, err))
+	}
+	for _, w := range cf.warnings {
+		log.Warningf("config %s: %s", cf.path, w)
+	}
+	return nil
 }
 
 func (m *Mesosschema) parseOption(c *caddy.Controller) error {
@@ -244,10 +287,9 @@ func (m *Mesosschema) parseSOAOption(c *caddy.Controller, opt string, args []str
 		if len(args) != 1 {
 			return true, c.ArgErr()
 		}
-		// Mesos-DNS accepts user@host for the mailbox.
-		name := dns.Fqdn(strings.ToLower(strings.Replace(args[0], "@", ".", 1)))
-		if _, ok := dns.IsDomainName(name); !ok {
-			return true, c.Errf("%s: %q is not a domain name", opt, args[0])
+		name, err := soaName(args[0])
+		if err != nil {
+			return true, c.Errf("%s: %v", opt, err)
 		}
 		if opt == "soa_mname" {
 			m.SOA.NS = name
@@ -257,6 +299,16 @@ func (m *Mesosschema) parseSOAOption(c *caddy.Controller, opt string, args []str
 		return true, nil
 	}
 	return false, nil
+}
+
+// soaName reads the SOA's MNAME or mailbox: fully qualified, lower case;
+// Mesos-DNS accepts user@host for the mailbox.
+func soaName(s string) (string, error) {
+	name := dns.Fqdn(strings.ToLower(strings.Replace(s, "@", ".", 1)))
+	if _, ok := dns.IsDomainName(name); !ok || strings.HasPrefix(name, ".") {
+		return "", fmt.Errorf("%q is not a domain name", s)
+	}
+	return name, nil
 }
 
 // duration parses the one duration argument of opt.
