@@ -487,7 +487,11 @@ func (cf *fileConfig) serverBlock() string {
 	if len(cf.serverKeys) == 0 {
 		return "the server block's key"
 	}
-	return strings.Join(cf.serverKeys, " ")
+	keys := make([]string, len(cf.serverKeys))
+	for i, k := range cf.serverKeys {
+		keys[i] = strings.TrimPrefix(k, "dns://") // as the Corefile writes it
+	}
+	return strings.Join(keys, " ")
 }
 
 // zoneForwards writes zoneResolvers as Corefile lines, zones sorted.
