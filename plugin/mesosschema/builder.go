@@ -31,8 +31,29 @@ type builder struct {
 // applied is dropped (the newer covers it).
 func (b *builder) offer(g *generated, fetched time.Time) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if g.partial && b.next != nil {
+		g = fold(b.next, g)
+	}
 	b.next, b.fetched = g, fetched
-	b.mu.Unlock()
+}
+
+// fold lays the changes of g, a partial state's, over those of older, the
+// state before it not yet applied: together they are what both changed.
+// older's maps belong to the builder once offered.
+func fold(older, g *generated) *generated {
+	for name, set := range g.sets {
+		if set == nil && !older.partial {
+			delete(older.sets, name)
+		} else {
+			older.sets[name] = set
+		}
+	}
+	for name, since := range g.running {
+		older.running[name] = since
+	}
+	older.tasks, older.skipped, older.names = g.tasks, g.skipped, g.names
+	return older
 }
 
 func (b *builder) take() (*generated, time.Time) {
@@ -51,12 +72,14 @@ func (b *builder) Publish() {
 	}
 	e := dnszone.NewEdit(changes.NextSerial(0))
 	for _, set := range g.sets {
-		e.Put(set)
-		e.AddPTRs(set)
+		if set != nil {
+			e.Put(set)
+			e.AddPTRs(set)
+		}
 	}
 	b.m.Publish(e.Done())
 	b.applied = at
-	b.m.setCounts(g)
+	b.setCounts(g)
 }
 
 // Apply publishes what the newest state changed (changes.Builder).
@@ -66,8 +89,13 @@ func (b *builder) Apply() {
 		return
 	}
 	old := b.m.Snapshot()
-	changed, gone := diff(old, g.sets)
-	b.m.setCounts(g)
+	var changed, gone []*dnszone.Facts
+	if g.partial {
+		changed, gone = diffNames(old, g.sets)
+	} else {
+		changed, gone = diff(old, g.sets)
+	}
+	b.setCounts(g)
 	if len(changed) == 0 && len(gone) == 0 {
 		metrics.unchangedStates.Inc()
 		return
@@ -100,6 +128,33 @@ func diff[M ~map[string]*dnszone.Facts](old *dnszone.Snapshot, next M) (changed,
 		}
 	})
 	return changed, gone
+}
+
+// diffNames is diff for the names of a partial state only: those it
+// lists, nil for a name gone.
+func diffNames(old *dnszone.Snapshot, next map[string]*dnszone.Facts) (changed, gone []*dnszone.Facts) {
+	for key, set := range next {
+		prev := old.Service(key)
+		switch {
+		case set == nil && prev != nil:
+			gone = append(gone, prev)
+		case set != nil && (prev == nil || !prev.Equal(set)):
+			changed = append(changed, set)
+		}
+	}
+	return changed, gone
+}
+
+// setCounts sets the gauges of the state's counts; a partial state counts
+// its names without listing them.
+func (b *builder) setCounts(g *generated) {
+	if !g.partial {
+		b.m.setCounts(g)
+		return
+	}
+	metrics.tasks.Set(float64(g.tasks))
+	metrics.skippedTasks.Set(float64(g.skipped))
+	metrics.names.Set(float64(g.names))
 }
 
 // observe records the programming latency of a change: for each task

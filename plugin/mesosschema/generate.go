@@ -36,14 +36,39 @@ type generated struct {
 	// tasks counts the instances served; skipped those running but not
 	// served (an unknown agent, a name with nothing valid in it).
 	tasks, skipped int
+	// partial: sets holds only the names changed since the state offered
+	// before, nil for a name gone (incremental.go); names counts every name.
+	partial bool
+	names   int
 }
 
 // recordSet is a name's records while a state is read.
 type recordSet struct {
 	addrs []netip.Addr
 	srvs  []dnszone.SRVRecord
-	// ptr says which addresses' PTR records the name owns (nil: none).
-	ptr func(netip.Addr) bool
+	// ptr says which addresses' PTR records the name owns.
+	ptr ptrRule
+}
+
+// ptrRule says which addresses of a name own their PTR records: data
+// rather than a function, so that one task's records can be kept and
+// compared between polls (incremental.go).
+type ptrRule struct {
+	// set: the name owns some; all: every address, else all but except.
+	set, all bool
+	except   netip.Addr
+}
+
+// fn is the rule as dnszone.NewRecords takes it (nil: none).
+func (r ptrRule) fn() func(netip.Addr) bool {
+	switch {
+	case !r.set:
+		return nil
+	case r.all:
+		return dnszone.AllPTR
+	}
+	except := r.except
+	return func(a netip.Addr) bool { return a != except }
 }
 
 // generator reads one state into names.
@@ -55,6 +80,11 @@ type generator struct {
 	// enum, when set, collects the records of each task for the HTTP
 	// interface's /v1/enumerate.
 	enum *enumeration
+	// missed are the names an SRV record pointed to or PTR records were
+	// claimed for that had no records yet, so the record or the claim was
+	// left out. Read for one task alone (incremental.go): the task's
+	// records depend on what came before it if another makes such a name.
+	missed []string
 }
 
 // rfc952MaxLabel is the longest label with enforce_rfc952.
@@ -78,7 +108,7 @@ func generate(st *mesosstate.State, o *genOptions, enum *enumeration) *generated
 	g.out.sets = make(map[string]*dnszone.Facts, len(g.names))
 	for name, rs := range g.names {
 		if validName(name, o.maxName) {
-			g.out.sets[name] = dnszone.NewRecords(name, rs.addrs, rs.srvs, rs.ptr)
+			g.out.sets[name] = dnszone.NewRecords(name, rs.addrs, rs.srvs, rs.ptr.fn())
 		}
 	}
 	return &g.out
@@ -96,7 +126,11 @@ func (g *generator) add(name string, addrs ...netip.Addr) {
 
 // srv gives name an SRV record to target, which must have addresses.
 func (g *generator) srv(name, target string, port uint16) {
-	if port == 0 || g.names[target] == nil {
+	if port == 0 {
+		return
+	}
+	if g.names[target] == nil {
+		g.missed = append(g.missed, target)
 		return
 	}
 	rs := g.set(name)
@@ -105,11 +139,16 @@ func (g *generator) srv(name, target string, port uint16) {
 
 // own makes name the owner of the PTR records of those of its addresses
 // that ptr says.
-func (g *generator) own(name string, ptr func(netip.Addr) bool) {
+func (g *generator) own(name string, ptr ptrRule) {
 	if rs := g.names[name]; rs != nil {
 		rs.ptr = ptr
+	} else {
+		g.missed = append(g.missed, name)
 	}
 }
+
+// allPTR: every address of the name owns its PTR record.
+var allPTR = ptrRule{set: true, all: true}
 
 func (g *generator) set(name string) *recordSet {
 	rs := g.names[name]
@@ -132,7 +171,7 @@ func (g *generator) agentRecords(st *mesosstate.State) {
 		g.add("slave", a.Unmap())
 		g.srv("_slave._tcp", "slave", port)
 	}
-	g.own("slave", dnszone.AllPTR)
+	g.own("slave", allPTR)
 }
 
 // masterRecords: leader.<domain> and its SRV records, master.<domain> for
@@ -174,7 +213,7 @@ func (g *generator) masterRecords(st *mesosstate.State) {
 func (g *generator) masterN(n int, addr netip.Addr, port uint16) {
 	name := "master" + strconv.Itoa(n)
 	g.add(name, addr)
-	g.own(name, dnszone.AllPTR)
+	g.own(name, allPTR)
 	for _, proto := range bothProtocols {
 		g.srv("_master._"+proto, name, port)
 	}
@@ -253,7 +292,7 @@ func (g *generator) task(t *mesosstate.Task, fw string, enum *enumFramework) {
 	g.taskAddrs(c, label, c.own)
 	// A container's address is this instance's alone; the agent's own
 	// address (host networking) is slave.<domain>'s.
-	g.own(c.own, func(a netip.Addr) bool { return a != agentAddr })
+	g.own(c.own, ptrRule{set: true, except: agentAddr})
 	if since, ok := runningSince(t); ok {
 		g.out.running[c.own] = since
 	}
@@ -341,6 +380,8 @@ func (g *generator) srvRecorded(rec recorder, name, target string, port uint16) 
 	if g.names[target] != nil {
 		g.srv(name, target, port)
 		rec.service(name, target, port)
+	} else {
+		g.missed = append(g.missed, target)
 	}
 }
 

@@ -1,6 +1,7 @@
 package mesosschema
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
@@ -55,4 +56,75 @@ func benchServer(b *testing.B, st *mesosstate.State) *Mesosschema {
 	bl.offer(generate(st, &m.gen, nil), testNow)
 	bl.Publish()
 	return m
+}
+
+// BenchmarkPollChange is the CPU of the records of a poll in which 1% or
+// 10% of the running tasks changed (moved to another agent), on the M1
+// shape (BenchShape) and the M2 shape (BenchShapeWorst): a full rebuild
+// (generate, then diff against the published snapshot) against the
+// incremental path (incremental.next, then the builder's diff of the
+// names it lists), both through Apply. Decoding, the same for both, is
+// BenchmarkPollDecode. Each iteration alternates two states, so that
+// every poll brings a change.
+//
+//	go test -run '^$' -bench PollChange -benchtime 20x ./plugin/mesosschema
+func BenchmarkPollChange(b *testing.B) {
+	for _, shape := range []struct {
+		name string
+		opts mesosstatetest.GenOptions
+	}{{"M1", mesosstatetest.BenchShape}, {"M2", mesosstatetest.BenchShapeWorst}} {
+		for _, pct := range []int{1, 10} {
+			a := mesosstatetest.Generate(shape.opts)
+			c := changed(mesosstatetest.Generate(shape.opts), pct)
+			b.Run(fmt.Sprintf("%s/%d%%/full", shape.name, pct), func(b *testing.B) {
+				m, bl := benchServer(b, a), (*builder)(nil)
+				bl = &builder{m: m}
+				i := 0
+				for b.Loop() {
+					bl.offer(generate([]*mesosstate.State{c, a}[i%2], &m.gen, nil), testNow)
+					bl.Apply()
+					i++
+				}
+			})
+			b.Run(fmt.Sprintf("%s/%d%%/incremental", shape.name, pct), func(b *testing.B) {
+				m := benchServer(b, a)
+				bl, in := &builder{m: m}, newIncremental(&m.gen)
+				bl.offer(in.next(a), testNow)
+				bl.Apply()
+				i := 0
+				for b.Loop() {
+					g := in.next([]*mesosstate.State{c, a}[i%2])
+					if !g.partial {
+						b.Fatal("the incremental path built the state whole")
+					}
+					bl.offer(g, testNow)
+					bl.Apply()
+					i++
+				}
+			})
+		}
+	}
+}
+
+// changed moves pct% of st's running tasks to the next agent.
+func changed(st *mesosstate.State, pct int) *mesosstate.State {
+	n := 0
+	for fi := range st.Frameworks {
+		for ti := range st.Frameworks[fi].Tasks {
+			t := &st.Frameworks[fi].Tasks[ti]
+			if !t.Running() {
+				continue
+			}
+			if n%100 < pct {
+				for ai, s := range st.Slaves {
+					if s.ID == t.SlaveID {
+						t.SlaveID = st.Slaves[(ai+1)%len(st.Slaves)].ID
+						break
+					}
+				}
+			}
+			n++
+		}
+	}
+	return st
 }

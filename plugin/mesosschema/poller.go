@@ -34,6 +34,9 @@ type poller struct {
 	// client may then report unchanged. Owned by the poll goroutine.
 	emptied int
 	held    *mesosstate.State
+	// inc makes each state's records at the cost of what changed (nil
+	// until the first state). Owned by the poll goroutine.
+	inc *incremental
 
 	// first is closed once a state has been offered; lastErr is why none
 	// has, while it is open.
@@ -183,7 +186,10 @@ func (p *poller) poll(ctx context.Context) {
 
 // offer hands the records of st, fetched at start, to the build loop.
 func (p *poller) offer(st *mesosstate.State, start time.Time) {
-	p.b.offer(generate(st, &p.m.gen, nil), start)
+	if p.inc == nil {
+		p.inc = newIncremental(&p.m.gen)
+	}
+	p.b.offer(p.inc.next(st), start)
 	if p.m.keepState {
 		p.state.Store(st)
 		p.stateSeq.Add(1)
