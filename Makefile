@@ -60,8 +60,8 @@ lint: ## gofmt, go vet and staticcheck, on the main module, bench/ and soak/
 run: build tools ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
 	hack/run.sh
 
-run-mesos: build ## serve Corefile.mesos on 127.0.0.1:1053: the Mesos-DNS names of examples/mesos, from a stand-in Mesos master on 127.0.0.1:5050
-	hack/run-mesos.sh
+run-mesos: build ## serve Corefile.mesos on 127.0.0.1:1053: the Mesos-DNS names of examples/mesos, from a stand-in Mesos master on 127.0.0.1:5050 (CONFIG=examples/mesos/config.json: from a Mesos-DNS config.json instead)
+	CONFIG="$(CONFIG)" hack/run-mesos.sh
 
 # SCALE: default (the four cluster shapes and the two Mesos ones at full
 # size; about 32 minutes on two cores) or small (a tenth of each, shorter

@@ -6,6 +6,12 @@
 # Ctrl-C stops both. test/mesos_demo_test.go starts the master with
 # master_args and runs every dig and curl command printed below: keep them
 # on lines of their own.
+#
+# CONFIG=FILE (make run-mesos CONFIG=examples/mesos/config.json) serves,
+# instead of Corefile.mesos, a Corefile whose mesosschema reads the Mesos-DNS
+# config.json FILE as is (its masters must name 127.0.0.1:5050): the log
+# shows a warning for each field the Corefile decides. The zones are the
+# file's domain only, so the dig -x commands below get no PTR record.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -14,12 +20,14 @@ master_args=(-listen 127.0.0.1:5050 -own -state examples/mesos/state.json)
 master_pid=
 dns_pid=
 out=$(mktemp)
+corefile=Corefile.mesos
 cleanup() {
 	for pid in $dns_pid $master_pid; do
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
 	rm -f "$out"
+	if [[ "$corefile" != Corefile.mesos ]]; then rm -f "$corefile"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -38,6 +46,31 @@ for _ in $(seq 1 100); do
 done
 grep -q '^mesosmaster: serving' "$out" || { cat "$out" >&2; echo "the stand-in master did not start" >&2; exit 1; }
 cat "$out" >&2
+
+# config_corefile writes the Corefile of CONFIG: Corefile.mesos's server
+# block, its mesosschema reading the file.
+config_corefile() {
+	[[ -r "$CONFIG" ]] || { echo "CONFIG=$CONFIG: no such file" >&2; exit 1; }
+	corefile=$(mktemp)
+	cat >"$corefile" <<COREFILE
+.:1053 {
+    bind 127.0.0.1
+    errors
+    ready 127.0.0.1:18181
+    prometheus 127.0.0.1:19153
+    mesosschema {
+        config $(realpath "$CONFIG")
+    }
+    transfer mesos {
+        to *
+    }
+    forward . /etc/resolv.conf
+}
+COREFILE
+	echo "Serving a Corefile whose mesosschema reads $CONFIG:" >&2
+	cat "$corefile" >&2
+}
+if [[ -n "${CONFIG:-}" ]]; then config_corefile; fi
 
 cat >&2 <<'MSG'
 Serving Corefile.mesos on 127.0.0.1:1053 (every record: examples/mesos/README.md). Try:
@@ -63,6 +96,6 @@ Serving Corefile.mesos on 127.0.0.1:1053 (every record: examples/mesos/README.md
   curl -s http://127.0.0.1:8123/v1/services/_web._tcp.marathon.mesos
   curl -s http://127.0.0.1:8123/v1/enumerate
 MSG
-bin/coredns -conf Corefile.mesos &
+bin/coredns -conf "$corefile" &
 dns_pid=$!
 wait "$dns_pid"
