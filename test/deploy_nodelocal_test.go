@@ -148,6 +148,7 @@ type nodeLocalAddrs struct {
 func nodeLocalOnLoopback(t *testing.T, corefile string, a nodeLocalAddrs) string {
 	t.Helper()
 	const nodeLocalIP, clusterDNSIP = "169.254.20.10", "10.96.0.10"
+	dir := t.TempDir()
 	for _, e := range []edit{
 		{"forward . /etc/resolv.conf\n", "forward . " + a.resolvers + "\n"},
 		{"search /etc/resolv.conf\n", "search " + a.resolvConf + "\n"},
@@ -156,6 +157,10 @@ func nodeLocalOnLoopback(t *testing.T, corefile string, a nodeLocalAddrs) string
 		{nodeLocalIP + ":8181", "127.0.0.1:0"},
 		{nodeLocalIP, a.node},
 		{clusterDNSIP, a.cluster},
+		// handover's key and readiness socket: the pod's hostPath and
+		// emptyDir, here the test's own directory.
+		{"/run/node-local-dns/handover.key", filepath.Join(dir, "handover.key")},
+		{"/run/coredns/ready.sock", filepath.Join(dir, "ready.sock")},
 	} {
 		if !strings.Contains(corefile, e.old) {
 			t.Fatalf("the node-local Corefile has no %q:\n%s", e.old, corefile)
