@@ -1,6 +1,7 @@
 package mesosschema
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"maps"
 	"math"
@@ -42,8 +43,14 @@ type incremental struct {
 	owners map[string]map[uint64]struct{}
 	// sets are the records of the last state, as published.
 	sets map[string]*dnszone.Facts
+	// missedBy counts the units that missed each name (unit.missed); bad
+	// are the names that make the state irregular (see irregular).
+	missedBy map[string]int
+	bad      map[string]bool
 	// tasks and skipped are the last state's counts.
 	tasks, skipped int
+	// buf is the fingerprints' scratch space.
+	buf []byte
 	// whole: the last output was generate's (or there was none), so the
 	// next is merged from every unit.
 	whole bool
@@ -55,8 +62,6 @@ type unit struct {
 	// missed are the names the unit wanted as an SRV target or claimed
 	// PTR records of, but had not made itself.
 	missed []string
-	// claimed are the names the unit claims PTR records of.
-	claimed []string
 	// running is when the task's instance began to run, if known.
 	running     time.Time
 	instance    string
@@ -68,7 +73,7 @@ type unit struct {
 
 func newIncremental(o *genOptions) *incremental {
 	return &incremental{o: o, seed: maphash.MakeSeed(), units: map[uint64]*unit{},
-		owners: map[string]map[uint64]struct{}{}, sets: map[string]*dnszone.Facts{}, whole: true}
+		owners: map[string]map[uint64]struct{}{}, missedBy: map[string]int{}, bad: map[string]bool{}, sets: map[string]*dnszone.Facts{}, whole: true}
 }
 
 // next returns the records of st: the names changed since the last state
@@ -79,7 +84,7 @@ func (in *incremental) next(st *mesosstate.State) *generated {
 	agents := in.refreshFixed(st, dirty)
 	refs, added := in.collect(st, agents)
 	in.update(refs, added, dirty)
-	if in.irregular() {
+	if in.irregular(dirty) {
 		in.whole = true
 		g := generate(st, in.o, nil)
 		in.sets = maps.Clone(g.sets)
@@ -153,13 +158,7 @@ func (in *incremental) frameworkUnit(f *mesosstate.Framework, label string) *uni
 }
 
 func newUnit(g *generator) *unit {
-	u := &unit{names: g.names, missed: g.missed, tasks: g.out.tasks, skip: g.out.skipped}
-	for name, rs := range g.names {
-		if rs.ptr.set {
-			u.claimed = append(u.claimed, name)
-		}
-	}
-	return u
+	return &unit{names: g.names, missed: g.missed, tasks: g.out.tasks, skip: g.out.skipped}
 }
 
 // taskUnit is one running task's records.
@@ -205,6 +204,10 @@ func (in *incremental) link(fp uint64, u *unit, dirty map[string]bool) {
 		o[fp] = struct{}{}
 		dirty[name] = true
 	}
+	for _, name := range u.missed {
+		in.missedBy[name]++
+		dirty[name] = true
+	}
 }
 
 func (in *incremental) unlink(fp uint64, u *unit, dirty map[string]bool) {
@@ -219,24 +222,28 @@ func (in *incremental) unlink(fp uint64, u *unit, dirty map[string]bool) {
 		}
 		dirty[name] = true
 	}
+	for _, name := range u.missed {
+		if in.missedBy[name]--; in.missedBy[name] == 0 {
+			delete(in.missedBy, name)
+		}
+		dirty[name] = true
+	}
 }
 
 // irregular tells whether the units' records may differ from a full
-// build's (see incremental).
-func (in *incremental) irregular() bool {
-	for _, u := range in.units {
-		for _, name := range u.missed {
-			if in.owners[name] != nil {
-				return true
-			}
-		}
-		for _, name := range u.claimed {
-			if len(in.owners[name]) > 1 && in.claimsDiffer(name) {
-				return true
-			}
+// build's (see incremental): a name some unit missed that another makes,
+// or a name whose PTR records units claim by different rules. Only the
+// dirty names can have become or stopped being such names.
+func (in *incremental) irregular(dirty map[string]bool) bool {
+	for name := range dirty {
+		o := in.owners[name]
+		if (in.missedBy[name] > 0 && len(o) > 0) || (len(o) > 1 && in.claimsDiffer(name)) {
+			in.bad[name] = true
+		} else {
+			delete(in.bad, name)
 		}
 	}
-	return false
+	return len(in.bad) > 0
 }
 
 // claimsDiffer tells whether units claim PTR records of name by
@@ -326,93 +333,91 @@ func (in *incremental) delta(dirty map[string]bool, added map[uint64]*unit) *gen
 
 // frameworkPrint is the fingerprint of a framework's own records.
 func (in *incremental) frameworkPrint(f *mesosstate.Framework, label string) uint64 {
-	var h maphash.Hash
-	h.SetSeed(in.seed)
-	str(&h, "framework", f.Name, label, f.PID, f.Hostname)
+	h := printer{in.buf[:0]}
+	h.str("framework", f.Name, label, f.PID, f.Hostname)
 	if label == "" {
-		num(&h, uint64(running(f.Tasks)))
+		h.num(uint64(running(f.Tasks)))
 	}
-	return nonzero(h.Sum64())
+	return in.sum(h)
+}
+
+// sum hashes what a printer wrote, keeping its buffer for the next.
+func (in *incremental) sum(h printer) uint64 {
+	in.buf = h.b
+	return max(maphash.Bytes(in.seed, h.b), 1) // 0 is the fixed unit's
 }
 
 // taskPrint is the fingerprint of every input of a task's records: the
 // task, its framework's label and its agent's address.
 func (in *incremental) taskPrint(t *mesosstate.Task, fw string, agent netip.Addr, known bool) uint64 {
-	var h maphash.Hash
-	h.SetSeed(in.seed)
-	str(&h, "task", fw, t.ID, t.Name, t.FrameworkID, t.SlaveID, t.State, t.Resources.Ports)
-	b, _ := agent.MarshalBinary()
-	h.Write(b)
-	flag(&h, known)
-	num(&h, uint64(len(t.Statuses)))
+	h := printer{in.buf[:0]}
+	h.str("task", fw, t.ID, t.Name, t.FrameworkID, t.SlaveID, t.State, t.Resources.Ports)
+	h.b = agent.AppendTo(h.b) // text without bytes 0 and 1: the flag after it stays apart
+	h.flag(known)
+	h.num(uint64(len(t.Statuses)))
 	for i := range t.Statuses {
-		status(&h, &t.Statuses[i])
+		h.status(&t.Statuses[i])
 	}
-	flag(&h, t.Discovery != nil)
+	h.flag(t.Discovery != nil)
 	if d := t.Discovery; d != nil {
-		str(&h, d.Visibility, d.Name)
-		num(&h, uint64(len(d.Ports.Ports)))
+		h.str(d.Visibility, d.Name)
+		h.num(uint64(len(d.Ports.Ports)))
 		for _, p := range d.Ports.Ports {
-			num(&h, uint64(p.Number))
-			str(&h, p.Name, p.Protocol)
-			flag(&h, p.Labels != nil)
+			h.num(uint64(p.Number))
+			h.str(p.Name, p.Protocol)
+			h.flag(p.Labels != nil)
 			if p.Labels != nil {
-				labels(&h, p.Labels.Labels)
+				h.labels(p.Labels.Labels)
 			}
 		}
 	}
-	return nonzero(h.Sum64())
+	return in.sum(h)
 }
 
-func status(h *maphash.Hash, s *mesosstate.Status) {
-	str(h, s.State)
-	num(h, math.Float64bits(s.Timestamp))
-	labels(h, s.Labels)
-	flag(h, s.ContainerStatus != nil)
+// printer writes a unit's inputs out to be hashed at once (a hash fed
+// field by field costs more than the bytes).
+type printer struct{ b []byte }
+
+func (h *printer) status(s *mesosstate.Status) {
+	h.str(s.State)
+	h.num(math.Float64bits(s.Timestamp))
+	h.labels(s.Labels)
+	h.flag(s.ContainerStatus != nil)
 	if s.ContainerStatus == nil {
 		return
 	}
-	num(h, uint64(len(s.ContainerStatus.NetworkInfos)))
+	h.num(uint64(len(s.ContainerStatus.NetworkInfos)))
 	for _, ni := range s.ContainerStatus.NetworkInfos {
-		str(h, ni.Name, ni.IPAddress)
-		num(h, uint64(len(ni.IPAddresses)))
+		h.str(ni.Name, ni.IPAddress)
+		h.num(uint64(len(ni.IPAddresses)))
 		for _, a := range ni.IPAddresses {
-			str(h, a.IPAddress, a.Protocol)
+			h.str(a.IPAddress, a.Protocol)
 		}
 	}
 }
 
-func labels(h *maphash.Hash, ls []mesosstate.Label) {
-	num(h, uint64(len(ls)))
+func (h *printer) labels(ls []mesosstate.Label) {
+	h.num(uint64(len(ls)))
 	for _, l := range ls {
-		str(h, l.Key, l.Value)
+		h.str(l.Key, l.Value)
 	}
 }
 
 // str writes each string with its length, so that no two lists of
 // strings write the same bytes.
-func str(h *maphash.Hash, ss ...string) {
+func (h *printer) str(ss ...string) {
 	for _, s := range ss {
-		num(h, uint64(len(s)))
-		h.WriteString(s)
+		h.num(uint64(len(s)))
+		h.b = append(h.b, s...)
 	}
 }
 
-func num(h *maphash.Hash, n uint64) {
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(n >> (8 * i))
-	}
-	h.Write(b[:])
-}
+func (h *printer) num(n uint64) { h.b = binary.LittleEndian.AppendUint64(h.b, n) }
 
-func flag(h *maphash.Hash, b bool) {
+func (h *printer) flag(b bool) {
 	if b {
-		h.WriteByte(1)
+		h.b = append(h.b, 1)
 	} else {
-		h.WriteByte(0)
+		h.b = append(h.b, 0)
 	}
 }
-
-// nonzero keeps 0 for the fixed unit.
-func nonzero(fp uint64) uint64 { return max(fp, 1) }
