@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/netip"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
@@ -39,8 +41,10 @@ type incremental struct {
 	// agents' and masters' unit.
 	units map[uint64]*unit
 	fixed *unit
-	// owners are the fingerprints of the units that give each name records.
-	owners map[string]map[uint64]struct{}
+	// owners are the fingerprints of the units that give each name records
+	// (a slice: most names have one, and a map each costs more than the
+	// records).
+	owners map[string][]uint64
 	// sets are the records of the last state, as published.
 	sets map[string]*dnszone.Facts
 	// missedBy counts the units that missed each name (unit.missed); bad
@@ -58,7 +62,8 @@ type incremental struct {
 
 // unit is the records of one framework or one running task.
 type unit struct {
-	names map[string]*recordSet
+	// names are the unit's records, by name in order.
+	names []unitName
 	// missed are the names the unit wanted as an SRV target or claimed
 	// PTR records of, but had not made itself.
 	missed []string
@@ -73,7 +78,7 @@ type unit struct {
 
 func newIncremental(o *genOptions) *incremental {
 	return &incremental{o: o, seed: maphash.MakeSeed(), units: map[uint64]*unit{},
-		owners: map[string]map[uint64]struct{}{}, missedBy: map[string]int{}, bad: map[string]bool{}, sets: map[string]*dnszone.Facts{}, whole: true}
+		owners: map[string][]uint64{}, missedBy: map[string]int{}, bad: map[string]bool{}, sets: map[string]*dnszone.Facts{}, whole: true}
 }
 
 // next returns the records of st: the names changed since the last state
@@ -107,13 +112,14 @@ func (in *incremental) refreshFixed(st *mesosstate.State, dirty map[string]bool)
 	if in.o.nsName != "" {
 		g.add(in.o.nsName, in.o.nsAddrs...)
 	}
-	if in.fixed != nil && reflect.DeepEqual(in.fixed.names, g.names) {
+	names := unitNames(g.names)
+	if in.fixed != nil && reflect.DeepEqual(in.fixed.names, names) {
 		return g.agents
 	}
 	if in.fixed != nil {
 		in.unlink(0, in.fixed, dirty)
 	}
-	in.fixed = &unit{names: g.names, refs: 1}
+	in.fixed = &unit{names: names, refs: 1}
 	in.link(0, in.fixed, dirty)
 	return g.agents
 }
@@ -150,7 +156,7 @@ func (in *incremental) collect(st *mesosstate.State, agents map[string]netip.Add
 // no name, the count of its running tasks skipped.
 func (in *incremental) frameworkUnit(f *mesosstate.Framework, label string) *unit {
 	if label == "" {
-		return &unit{names: map[string]*recordSet{}, skip: running(f.Tasks)}
+		return &unit{skip: running(f.Tasks)}
 	}
 	g := &generator{o: in.o, names: map[string]*recordSet{}}
 	g.framework(&mesosstate.Framework{Name: f.Name, PID: f.PID, Hostname: f.Hostname})
@@ -158,7 +164,33 @@ func (in *incremental) frameworkUnit(f *mesosstate.Framework, label string) *uni
 }
 
 func newUnit(g *generator) *unit {
-	return &unit{names: g.names, missed: g.missed, tasks: g.out.tasks, skip: g.out.skipped}
+	return &unit{names: unitNames(g.names), missed: g.missed, tasks: g.out.tasks, skip: g.out.skipped}
+}
+
+// unitName is one name of a unit with its records.
+type unitName struct {
+	name string
+	recordSet
+}
+
+// unitNames is a generator's names in order.
+func unitNames(names map[string]*recordSet) []unitName {
+	out := make([]unitName, 0, len(names))
+	for name, rs := range names {
+		out = append(out, unitName{name, *rs})
+	}
+	slices.SortFunc(out, func(a, b unitName) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// set is the unit's records of name (nil when it has none).
+func (u *unit) set(name string) *recordSet {
+	for i := range u.names {
+		if u.names[i].name == name {
+			return &u.names[i].recordSet
+		}
+	}
+	return nil
 }
 
 // taskUnit is one running task's records.
@@ -195,13 +227,9 @@ func (in *incremental) update(refs map[uint64]int, added map[uint64]*unit, dirty
 func (in *incremental) link(fp uint64, u *unit, dirty map[string]bool) {
 	in.tasks += u.tasks * u.refs
 	in.skipped += u.skip * u.refs
-	for name := range u.names {
-		o := in.owners[name]
-		if o == nil {
-			o = map[uint64]struct{}{}
-			in.owners[name] = o
-		}
-		o[fp] = struct{}{}
+	for i := range u.names {
+		name := u.names[i].name
+		in.owners[name] = append(in.owners[name], fp)
 		dirty[name] = true
 	}
 	for _, name := range u.missed {
@@ -213,12 +241,17 @@ func (in *incremental) link(fp uint64, u *unit, dirty map[string]bool) {
 func (in *incremental) unlink(fp uint64, u *unit, dirty map[string]bool) {
 	in.tasks -= u.tasks * u.refs
 	in.skipped -= u.skip * u.refs
-	for name := range u.names {
-		if o := in.owners[name]; o != nil {
-			delete(o, fp)
-			if len(o) == 0 {
-				delete(in.owners, name)
-			}
+	for i := range u.names {
+		name := u.names[i].name
+		o := in.owners[name]
+		if j := slices.Index(o, fp); j >= 0 {
+			o[j] = o[len(o)-1]
+			o = o[:len(o)-1]
+		}
+		if len(o) == 0 {
+			delete(in.owners, name)
+		} else {
+			in.owners[name] = o
 		}
 		dirty[name] = true
 	}
@@ -251,8 +284,8 @@ func (in *incremental) irregular(dirty map[string]bool) bool {
 // claim twice (a task listed twice) gives what either gives.
 func (in *incremental) claimsDiffer(name string) bool {
 	var first *ptrRule
-	for fp := range in.owners[name] {
-		r := &in.unitOf(fp).names[name].ptr
+	for _, fp := range in.owners[name] {
+		r := &in.unitOf(fp).set(name).ptr
 		switch {
 		case !r.set:
 		case first == nil:
@@ -279,8 +312,8 @@ func (in *incremental) merge(name string) *dnszone.Facts {
 		return nil
 	}
 	var all recordSet
-	for fp := range o {
-		rs := in.unitOf(fp).names[name]
+	for _, fp := range o {
+		rs := in.unitOf(fp).set(name)
 		all.addrs = append(all.addrs, rs.addrs...)
 		all.srvs = append(all.srvs, rs.srvs...)
 		if rs.ptr.set {
