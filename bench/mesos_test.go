@@ -426,3 +426,38 @@ func TestTally(t *testing.T) {
 		t.Errorf("CPU per poll: %.3f ms, want 50", ms)
 	}
 }
+
+// The poll series serve, after one task, 1% and then -mesos-replace's
+// share of the running tasks replaced, each body against the base one.
+func TestSeriesShares(t *testing.T) {
+	base := smallState(t)
+	r := &mesosRun{env: &env{cfg: &config{mesosOpts: mesosConfig{replace: 0.1}}}, mr: &mesosResult{State: factsOf(base)},
+		base: base, body: mesosstatetest.Marshal(base)}
+	running := factsOf(base).Running
+	want := map[string]int{pollOne: 1, pollPercent: (running + 50) / 100, pollMany: (running + 5) / 10}
+	var kinds []string
+	for _, spec := range r.seriesSpecs() {
+		kinds = append(kinds, spec.kind)
+		n, ok := want[spec.kind]
+		if !ok {
+			continue
+		}
+		st, err := mesosstate.Decode(spec.bodies[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, now := taskIDs(base), taskIDs(st)
+		gone := 0
+		for id := range old {
+			if !now[id] {
+				gone++
+			}
+		}
+		if gone != n {
+			t.Errorf("%s: %d of %d running tasks replaced, want %d", spec.kind, gone, running, n)
+		}
+	}
+	if got := strings.Join(kinds, ","); got != "unchanged,same-records,one-task,one-percent,many-tasks" {
+		t.Errorf("series %s", got)
+	}
+}

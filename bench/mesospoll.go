@@ -44,8 +44,14 @@ const (
 	pollUnchanged = "unchanged"
 	pollSame      = "same-records"
 	pollOne       = "one-task"
+	pollPercent   = "one-percent"
 	pollMany      = "many-tasks"
 )
+
+// fewShare is the share of running tasks the small change replaces: the
+// change a poll of a busy cluster typically brings, next to the large one
+// (-mesos-replace, 10%), so that a poll's cost is seen to follow the change.
+const fewShare = 0.01
 
 // pollSeries is the CPU of one series of polls.
 type pollSeries struct {
@@ -128,7 +134,12 @@ func (r *mesosRun) pollTests(ctx context.Context) error {
 
 // manyTasks is how many running tasks the large change replaces.
 func (r *mesosRun) manyTasks() int {
-	return max(1, int(float64(r.mr.State.Running)*r.cfg.mesosOpts.replace+0.5))
+	return r.share(r.cfg.mesosOpts.replace)
+}
+
+// share is how many running tasks make share of them, at least one.
+func (r *mesosRun) share(share float64) int {
+	return max(1, int(float64(r.mr.State.Running)*share+0.5))
 }
 
 // changeKind names a change of n tasks.
@@ -140,17 +151,19 @@ func (r *mesosRun) changeKind(n int) string {
 }
 
 // seriesSpecs are the kinds of poll, in the order they run: the same
-// bytes, new bytes with the same records, one task replaced, many.
+// bytes, new bytes with the same records, one task replaced, 1%, many.
 func (r *mesosRun) seriesSpecs() []seriesSpec {
-	many := r.manyTasks()
+	many, few := r.manyTasks(), r.share(fewShare)
 	m := newMutator(mesosZone, 7)
 	one, _ := m.replace(r.base, 1)
+	some, _ := m.replace(r.base, few)
 	lots, _ := m.replace(r.base, many)
 	marshal := mesosstatetest.Marshal
 	return []seriesSpec{
 		{pollUnchanged, "the same bytes every poll", [][]byte{r.body}},
 		{pollSame, "new bytes, the same records: a running task's TASK_STARTING timestamp moves, in turn two values", [][]byte{marshal(touch(r.base, 1)), marshal(touch(r.base, 2))}},
 		{pollOne, "one running task replaced by a new instance, and back, in turn", [][]byte{r.body, marshal(one)}},
+		{pollPercent, fmt.Sprintf("%s running tasks (%.0f%%) replaced by new instances, and back, in turn", toolreport.Thousands(few), 100*fewShare), [][]byte{r.body, marshal(some)}},
 		{pollMany, fmt.Sprintf("%s running tasks (%.0f%%) replaced by new instances, and back, in turn", toolreport.Thousands(many), 100*r.cfg.mesosOpts.replace), [][]byte{r.body, marshal(lots)}},
 	}
 }
