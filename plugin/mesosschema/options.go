@@ -15,13 +15,15 @@ import (
 // httpListenAddr is where `http ARG` listens. A bare port, or a port with
 // no host (":8123"), listens on 127.0.0.1 only: the interface has no
 // authentication, and /v1/enumerate lists the whole cluster. Any other
-// address, 0.0.0.0 included, must be written out.
+// address, 0.0.0.0 included, must be written out. Port 0 with a host
+// takes any free port, as a listener does (the tests serve the README's
+// Corefiles so); a port alone must be one a client can be told.
 func httpListenAddr(arg string) (string, error) {
 	host, port, err := net.SplitHostPort(arg)
 	if err != nil {
 		host, port = "", arg
 	}
-	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && host == "") {
 		return "", fmt.Errorf("%q is not a port or a host:port to listen on", arg)
 	}
 	if host == "" {
