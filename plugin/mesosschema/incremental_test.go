@@ -2,9 +2,14 @@ package mesosschema
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
@@ -22,20 +27,30 @@ var modelShape = mesosstatetest.GenOptions{Seed: 3, Tasks: 150, Frameworks: 6, A
 // snapshot equals a full build's (every name, every record, the PTR
 // index), that the snapshot published before is left as it was, and that
 // the same state again publishes nothing.
+//
+// Some batches are offered two or three at a time before one Apply, as a
+// slow build loop sees them: the builder folds them. Without the host IP
+// source, tasks without a container address get no address at all, and
+// their SRV targets and PTR claims are left out: the rules that read
+// what came before.
 func TestIncrementalMatchesFullBuild(t *testing.T) {
-	for _, rfc952 := range []bool{false, true} {
-		t.Run(fmt.Sprint("rfc952=", rfc952), func(t *testing.T) { checkIncremental(t, rfc952) })
+	noHost := []string{mesosstate.IPSourceNetInfo, mesosstate.IPSourceDocker}
+	for _, c := range []struct {
+		rfc952 bool
+		ips    []string
+	}{{false, mesosstate.DefaultIPSources}, {true, mesosstate.DefaultIPSources}, {false, noHost}} {
+		t.Run(fmt.Sprint("rfc952=", c.rfc952, ",ips=", c.ips), func(t *testing.T) { checkIncremental(t, c.rfc952, c.ips) })
 	}
 }
 
-func checkIncremental(t *testing.T, rfc952 bool) {
+func checkIncremental(t *testing.T, rfc952 bool, ips []string) {
 	rnd := rand.New(rand.NewPCG(5, 8))
 	st := mesosstatetest.Generate(modelShape)
 	// An agent known by host name only: its tasks have no address of
 	// their own unless their container has one.
 	st.Slaves = append(st.Slaves, mesosstate.Slave{ID: "named-S", PID: "slave(1)@agent.example:5051"})
 	m := testServer(t, &mesosstate.State{Leader: st.Leader}, "10.0.0.10:5050")
-	m.gen.rfc952 = rfc952
+	m.gen.rfc952, m.gen.ipSources = rfc952, ips
 	in, b := newIncremental(&m.gen), &builder{m: m}
 	b.offer(in.next(st), testNow)
 	b.Apply()
@@ -43,6 +58,10 @@ func checkIncremental(t *testing.T, rfc952 bool) {
 	for round := range 200 {
 		cur := m.Snapshot()
 		frozen := dump(m, cur)
+		for range rnd.IntN(3) { // offered, not applied: folded into the next
+			mutate(rnd, st)
+			b.offer(in.next(st), testNow)
+		}
 		for range 1 + rnd.IntN(4) {
 			mutate(rnd, st)
 		}
@@ -56,7 +75,7 @@ func checkIncremental(t *testing.T, rfc952 bool) {
 			t.Fatalf("round %d changed the snapshot published before it", round)
 		}
 		full := testServer(t, &mesosstate.State{Leader: st.Leader}, "10.0.0.10:5050")
-		full.gen.rfc952 = rfc952
+		full.gen.rfc952, full.gen.ipSources = rfc952, ips
 		fb := &builder{m: full}
 		fb.offer(generate(st, &full.gen, nil), testNow)
 		fb.Apply()
@@ -134,5 +153,28 @@ func mutate(rnd *rand.Rand, st *mesosstate.State) {
 		f.PID = fmt.Sprintf("scheduler@10.0.3.%d:%d", rnd.IntN(3), 8080+rnd.IntN(2))
 	default: // a status update DNS does not read
 		t.Statuses = append(slices.Clone(t.Statuses), mesosstate.Status{State: "TASK_RUNNING", Timestamp: float64(1700000000 + rnd.IntN(1000))})
+	}
+}
+
+// A partial state offered over a whole one not yet applied is laid over
+// it: a name it drops is gone from the whole state, not kept as nil, and
+// the whole state's other names stay; over a partial one, both changes
+// are kept, the newer winning.
+func TestOfferFoldsPartials(t *testing.T) {
+	set := func(name, addr string) *dnszone.Facts {
+		return dnszone.NewRecords(name, []netip.Addr{netip.MustParseAddr(addr)}, nil, nil)
+	}
+	b := &builder{}
+	b.offer(&generated{sets: map[string]*dnszone.Facts{"a": set("a", "10.0.0.1"), "b": set("b", "10.0.0.2")}, running: map[string]time.Time{}}, testNow)
+	b.offer(&generated{sets: map[string]*dnszone.Facts{"b": nil, "c": set("c", "10.0.0.3")}, running: map[string]time.Time{}, partial: true, names: 2, tasks: 4}, testNow)
+	g, _ := b.take()
+	if g.partial || len(g.sets) != 2 || g.sets["a"] == nil || g.sets["c"] == nil || g.tasks != 4 {
+		t.Fatalf("folded over a whole state: partial %v, sets %v, tasks %d; want a and c, whole, 4 tasks", g.partial, slices.Sorted(maps.Keys(g.sets)), g.tasks)
+	}
+	b.offer(&generated{sets: map[string]*dnszone.Facts{"a": nil, "b": set("b", "10.0.0.2")}, running: map[string]time.Time{}, partial: true}, testNow)
+	b.offer(&generated{sets: map[string]*dnszone.Facts{"b": set("b", "10.0.0.9"), "c": nil}, running: map[string]time.Time{}, partial: true}, testNow)
+	g, _ = b.take()
+	if !g.partial || len(g.sets) != 3 || g.sets["a"] != nil || g.sets["c"] != nil || !g.sets["b"].Equal(set("b", "10.0.0.9")) {
+		t.Fatalf("folded partial states: partial %v, sets %v", g.partial, g.sets)
 	}
 }
