@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -176,5 +177,33 @@ func TestOfferFoldsPartials(t *testing.T) {
 	g, _ = b.take()
 	if !g.partial || len(g.sets) != 3 || g.sets["a"] != nil || g.sets["c"] != nil || !g.sets["b"].Equal(set("b", "10.0.0.9")) {
 		t.Fatalf("folded partial states: partial %v, sets %v", g.partial, g.sets)
+	}
+}
+
+// A task's fingerprint writes every field of the types it is made from: a
+// field added to them (one generate may read) must be added to taskPrint,
+// or a change of it alone would leave the task's records as they were.
+func TestFingerprintCoversTask(t *testing.T) {
+	printed := map[reflect.Type][]string{
+		reflect.TypeFor[mesosstate.Task]():            {"ID", "Name", "FrameworkID", "SlaveID", "State", "Statuses", "Resources", "Discovery"},
+		reflect.TypeFor[mesosstate.Resources]():       {"Ports"},
+		reflect.TypeFor[mesosstate.Status]():          {"State", "Timestamp", "Labels", "ContainerStatus"},
+		reflect.TypeFor[mesosstate.Label]():           {"Key", "Value"},
+		reflect.TypeFor[mesosstate.ContainerStatus](): {"NetworkInfos"},
+		reflect.TypeFor[mesosstate.NetworkInfo]():     {"Name", "IPAddresses", "IPAddress"},
+		reflect.TypeFor[mesosstate.IPAddress]():       {"IPAddress", "Protocol"},
+		reflect.TypeFor[mesosstate.DiscoveryInfo]():   {"Visibility", "Name", "Ports"},
+		reflect.TypeFor[mesosstate.DiscoveryPorts]():  {"Ports"},
+		reflect.TypeFor[mesosstate.DiscoveryPort]():   {"Number", "Name", "Protocol", "Labels"},
+		reflect.TypeFor[mesosstate.Labels]():          {"Labels"},
+	}
+	for typ, fields := range printed {
+		var got []string
+		for f := range typ.Fields() {
+			got = append(got, f.Name)
+		}
+		if !slices.Equal(got, fields) {
+			t.Errorf("%s has fields %v; taskPrint writes %v", typ, got, fields)
+		}
 	}
 }
