@@ -16,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/schemadns/schemadns/coredns/plugins"
+	"github.com/schemadns/schemadns/test/childproc"
 )
 
 var (
@@ -34,12 +35,7 @@ func coreDNSBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "coredns")
-		cmd := exec.Command("go", "build", "-ldflags", "-X main.version=v9.9.9-test", "-o", binPath, "../coredns")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = err
-			t.Logf("%s", out)
-		}
+		buildErr = childproc.BuildCoreDNS("../coredns", binPath, "-X main.version=v9.9.9-test")
 	})
 	if buildErr != nil {
 		t.Fatalf("build coredns: %v", buildErr)

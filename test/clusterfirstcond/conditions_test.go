@@ -43,10 +43,7 @@ func coreDNSBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "coredns")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../coredns").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("%w: %s", err, out)
-		}
+		buildErr = childproc.BuildCoreDNS("../../coredns", binPath, "")
 	})
 	if buildErr != nil {
 		t.Fatalf("build coredns: %v", buildErr)
