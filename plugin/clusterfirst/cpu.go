@@ -28,10 +28,14 @@ import (
 const (
 	busyOpen = 0.9
 	busyHold = 0.75
-	// cpuWindow spans at least one CFS period (100 ms by default), so that
-	// a process under a CPU limit is judged by what its quota lets it use
-	// in a whole period, not by a burst inside one.
-	cpuWindow = 100 * time.Millisecond
+	// cpuWindow spans many CFS periods (100 ms by default), so that a
+	// process under a CPU limit is judged by what its quota lets it use,
+	// not by a burst inside one period; and it is longer than the bursts
+	// of work a server does besides queries (a collection over a large
+	// heap, a zone or hosts file read again: 300-400 ms of a whole core
+	// measured by test/clusterfirstcond, which a 100 ms window took for
+	// overload and shed for, 2,144 queries in a minute).
+	cpuWindow = time.Second
 	// limitRefresh is how often the CPU the process may use is read
 	// again: a pod's limit can change in place, and Go re-reads it too.
 	limitRefresh = time.Second
@@ -257,9 +261,11 @@ func unescape(s string) string {
 
 // cpuMeter tells how busy the process was over the last cpuWindow, against
 // the CPU it may use: readings of the process's CPU clock against the
-// monotonic clock, one a sample period, in a ring.
+// monotonic clock, kept at least cpuStep apart in a ring, so that the ring
+// spans the window however often the sampler runs (under overload it
+// waits to run too).
 type cpuMeter struct {
-	wall, cpu []time.Duration // ring; next is the oldest slot
+	wall, cpu []time.Duration // ring; next is the slot the next reading goes to
 	next      int
 	filled    int // readings in the ring, up to its length
 	allowed   float64
@@ -269,15 +275,22 @@ type cpuMeter struct {
 	readCPU     func() (time.Duration, error)
 }
 
-func newCPUMeter(slots int) *cpuMeter {
-	return &cpuMeter{wall: make([]time.Duration, slots), cpu: make([]time.Duration, slots),
+// cpuStep is the least time between two kept readings; the ring holds
+// more than cpuWindow/cpuStep of them.
+const (
+	cpuStep  = cpuWindow / 50
+	cpuSlots = 64
+)
+
+func newCPUMeter() *cpuMeter {
+	return &cpuMeter{wall: make([]time.Duration, cpuSlots), cpu: make([]time.Duration, cpuSlots),
 		readAllowed: allowedCPU, readCPU: processCPU, readAt: -limitRefresh}
 }
 
-// busy records a reading at now (monotonic) and returns the share of the
-// allowed CPU the process used since the oldest reading in the ring; 0
-// until the ring spans a whole window, or when the clock cannot be read
-// (a server that cannot tell is never judged overloaded).
+// busy reads the clocks at now (monotonic) and returns the share of the
+// allowed CPU the process used since the newest kept reading at least a
+// window old; 0 until there is one, or when the clock cannot be read (a
+// server that cannot tell is never judged overloaded).
 func (m *cpuMeter) busy(now time.Duration) float64 {
 	if now-m.readAt >= limitRefresh {
 		m.allowed, m.readAt = m.readAllowed(), now
@@ -286,16 +299,22 @@ func (m *cpuMeter) busy(now time.Duration) float64 {
 	if err != nil {
 		return 0
 	}
-	oldWall, oldCPU := m.wall[m.next], m.cpu[m.next]
-	m.wall[m.next], m.cpu[m.next] = now, cpu
-	m.next = (m.next + 1) % len(m.wall)
-	full := m.filled == len(m.wall)
-	m.filled = min(m.filled+1, len(m.wall))
-	// A ticker may fire a little early: nine tenths of the window is a
-	// whole one.
-	span := now - oldWall
-	if !full || span < cpuWindow*9/10 || m.allowed <= 0 {
+	last := (m.next - 1 + len(m.wall)) % len(m.wall)
+	if m.filled == 0 || now-m.wall[last] >= cpuStep {
+		m.wall[m.next], m.cpu[m.next] = now, cpu
+		m.next = (m.next + 1) % len(m.wall)
+		m.filled = min(m.filled+1, len(m.wall))
+	}
+	if m.allowed <= 0 {
 		return 0
 	}
-	return float64(cpu-oldCPU) / (float64(span) * m.allowed)
+	// A ticker may fire a little early: nine tenths of the window is a
+	// whole one.
+	for i := 1; i <= m.filled; i++ {
+		k := (m.next - i + len(m.wall)) % len(m.wall)
+		if span := now - m.wall[k]; span >= cpuWindow*9/10 {
+			return float64(cpu-m.cpu[k]) / (float64(span) * m.allowed)
+		}
+	}
+	return 0
 }

@@ -112,29 +112,31 @@ func TestUnescape(t *testing.T) {
 	}
 }
 
-// TestCPUMeter: the share of the allowed CPU used over the ring's span, 0
-// until the ring spans a window, and 0 when the clock cannot be read.
+// TestCPUMeter: the share of the allowed CPU used over the last window,
+// 0 until the readings span one, whether the sampler runs every period or
+// seldom (it waits to run under overload), and 0 when the clock cannot be
+// read.
 func TestCPUMeter(t *testing.T) {
-	slots := int(cpuWindow/samplePeriod) + 1
-	m := newCPUMeter(slots)
-	var cpu time.Duration
-	m.readCPU = func() (time.Duration, error) { return cpu, nil }
-	m.readAllowed = func() float64 { return 0.5 } // a 500m limit
-	var busy float64
-	for i := range slots + 20 {
-		now := time.Duration(i) * samplePeriod
-		cpu += samplePeriod / 4 // a quarter of a core: half of 500m
-		busy = m.busy(now)
-		if i < slots-1 && busy != 0 {
-			t.Fatalf("reading %d: busy %g before the ring spans a window", i, busy)
+	for _, every := range []time.Duration{samplePeriod, 30 * time.Millisecond, 300 * time.Millisecond} {
+		m := newCPUMeter()
+		var cpu time.Duration
+		m.readCPU = func() (time.Duration, error) { return cpu, nil }
+		m.readAllowed = func() float64 { return 0.5 } // a 500m limit
+		var busy float64
+		for now := time.Duration(0); now <= 3*cpuWindow; now += every {
+			busy = m.busy(now)
+			if now < cpuWindow*9/10 && busy != 0 {
+				t.Fatalf("every %v, at %v: busy %g before the readings span a window", every, now, busy)
+			}
+			cpu += every / 4 // a quarter of a core: half of 500m
 		}
-	}
-	if math.Abs(busy-0.5) > 1e-9 {
-		t.Errorf("a quarter core used under a 500m limit: busy %g, want 0.5", busy)
-	}
-	m.readCPU = func() (time.Duration, error) { return 0, os.ErrPermission }
-	if b := m.busy(time.Duration(slots+21) * samplePeriod); b != 0 {
-		t.Errorf("unreadable clock: busy %g, want 0", b)
+		if math.Abs(busy-0.5) > 0.02 {
+			t.Errorf("every %v: a quarter core used under a 500m limit: busy %g, want 0.5", every, busy)
+		}
+		m.readCPU = func() (time.Duration, error) { return 0, os.ErrPermission }
+		if b := m.busy(4 * cpuWindow); b != 0 {
+			t.Errorf("unreadable clock: busy %g, want 0", b)
+		}
 	}
 }
 

@@ -26,7 +26,7 @@ var (
 	})
 	cpuBusy = promauto.NewGauge(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "cpu_busy_ratio",
-		Help: "The CPU the process used in the last 100 ms, as a share of the CPU it may use (GOMAXPROCS, affinity, cgroup limit): nothing is shed under 0.9.",
+		Help: "The CPU the process used in the last second, as a share of the CPU it may use (GOMAXPROCS, affinity, cgroup limit): nothing is shed under 0.9.",
 	})
 	episodes = promauto.NewCounter(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "shedding_episodes_total",

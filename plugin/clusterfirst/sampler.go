@@ -242,7 +242,7 @@ func (s *sampler) newMeter() *cpuMeter {
 	if s.meter != nil {
 		return s.meter
 	}
-	return newCPUMeter(int(cpuWindow/samplePeriod) + 1)
+	return newCPUMeter()
 }
 
 // episode follows a shedding episode for the log: a line when it begins,

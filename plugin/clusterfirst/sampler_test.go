@@ -288,7 +288,7 @@ func TestSamplerStopRacesStart(t *testing.T) {
 // may: the machine running the tests is shared, and whether this process
 // gets a whole core is not this test's question (TestControllerCPUGate's).
 func busyMeter() *cpuMeter {
-	m := newCPUMeter(int(cpuWindow/samplePeriod) + 1)
+	m := newCPUMeter()
 	begin := time.Now()
 	m.readAllowed = func() float64 { return 1 }
 	m.readCPU = func() (time.Duration, error) { return time.Since(begin), nil }
