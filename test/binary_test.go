@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,28 +18,16 @@ import (
 	"github.com/schemadns/schemadns/test/childproc"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+var coreDNS = childproc.CoreDNSBuild{Pkg: "../coredns", LDFlags: "-X main.version=v9.9.9-test"}
 
 // coreDNSBinary builds ./coredns once per test run, stamped with a version.
 func coreDNSBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "schemadns-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "coredns")
-		buildErr = childproc.BuildCoreDNS("../coredns", binPath, "-X main.version=v9.9.9-test")
-	})
-	if buildErr != nil {
-		t.Fatalf("build coredns: %v", buildErr)
+	path, err := coreDNS.Path()
+	if err != nil {
+		t.Fatalf("build coredns: %v", err)
 	}
-	return binPath
+	return path
 }
 
 // TestBinaryListsPluginsAndVersion: -plugins prints what stock CoreDNS

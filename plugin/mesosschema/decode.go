@@ -97,13 +97,7 @@ func (d *stateDecoder) state() (*mesosstate.State, error) {
 				return err
 			})
 		case strings.EqualFold(key, "slaves"):
-			st.Slaves = nil
-			return d.array(func() error {
-				var s mesosstate.Slave
-				err := d.dec.Decode(&s)
-				st.Slaves = append(st.Slaves, s)
-				return err
-			})
+			return decodeEach(d, &st.Slaves)
 		case strings.EqualFold(key, "leader"):
 			return d.dec.Decode(&st.Leader)
 		case strings.EqualFold(key, "leader_info"):
@@ -142,13 +136,7 @@ func (d *stateDecoder) framework() (mesosstate.Framework, error) {
 	return f, d.object(func(key string) error {
 		switch {
 		case strings.EqualFold(key, "tasks"):
-			f.Tasks = nil
-			return d.array(func() error {
-				var t mesosstate.Task
-				err := d.dec.Decode(&t)
-				f.Tasks = append(f.Tasks, t)
-				return err
-			})
+			return decodeEach(d, &f.Tasks)
 		case strings.EqualFold(key, "id"):
 			return d.dec.Decode(&f.ID)
 		case strings.EqualFold(key, "name"):
@@ -283,4 +271,17 @@ func (d *stateDecoder) classify(err error) error {
 func isSyntax(err error) bool {
 	var syntax *json.SyntaxError
 	return errors.As(err, &syntax)
+}
+
+// decodeEach reads a JSON array into *out one element at a time, so that
+// the array is never held as text (out is emptied first, as a repeated key
+// replaces the earlier value).
+func decodeEach[T any](d *stateDecoder, out *[]T) error {
+	*out = nil
+	return d.array(func() error {
+		var v T
+		err := d.dec.Decode(&v)
+		*out = append(*out, v)
+		return err
+	})
 }

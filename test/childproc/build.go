@@ -2,7 +2,10 @@ package childproc
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"sync"
 )
 
 // BuildCoreDNS builds the repository's CoreDNS main package (pkg, a path
@@ -18,4 +21,28 @@ func BuildCoreDNS(pkg, out, ldflags string) error {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 	}
 	return nil
+}
+
+// CoreDNSBuild builds the binary once per test run, however many tests ask
+// for it.
+type CoreDNSBuild struct {
+	Pkg, LDFlags string // as BuildCoreDNS takes them
+
+	once sync.Once
+	path string
+	err  error
+}
+
+// Path is the built binary, in a directory of its own.
+func (b *CoreDNSBuild) Path() (string, error) {
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "schemadns-bin")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, "coredns")
+		b.err = BuildCoreDNS(b.Pkg, b.path, b.LDFlags)
+	})
+	return b.path, b.err
 }

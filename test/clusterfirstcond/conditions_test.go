@@ -27,28 +27,16 @@ import (
 	"github.com/schemadns/schemadns/test/procstat"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+var coreDNS = childproc.CoreDNSBuild{Pkg: "../../coredns"}
 
 // coreDNSBinary builds ./coredns once per test run.
 func coreDNSBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "schemadns-cf-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "coredns")
-		buildErr = childproc.BuildCoreDNS("../../coredns", binPath, "")
-	})
-	if buildErr != nil {
-		t.Fatalf("build coredns: %v", buildErr)
+	path, err := coreDNS.Path()
+	if err != nil {
+		t.Fatalf("build coredns: %v", err)
 	}
-	return binPath
+	return path
 }
 
 // How long each condition runs: CLUSTERFIRST_CONDITION_TIME (a Go
