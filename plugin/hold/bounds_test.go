@@ -230,8 +230,10 @@ func TestHoldRetryBudget(t *testing.T) {
 		burst, queries int
 		retries        int64
 	}{
-		{"ratio", 0.5, 10, 10, 5},
-		{"burst", 0, 3, 1, 3},
+		// Each query's last try, as its window ends, is lent a token:
+		// the queries' own plus one each.
+		{"ratio", 0.5, 10, 10, 5 + 10},
+		{"burst", 0, 3, 1, 3 + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			server := "dns://retry-budget-" + tc.name + ":53"
@@ -398,5 +400,30 @@ func TestHoldRetryFloor(t *testing.T) {
 	// come a little before the tenth.
 	if got := next.tries.Load() - 1; got < 8 || got > 11 {
 		t.Errorf("%d retries in 500 ms at 20 a second, want about 10", got)
+	}
+}
+
+// TestHoldLastTryWhenThrottled: with the retry bucket empty and nothing
+// coming to earn more, a query held while its upstream refused is still
+// tried as its window ends, and gets the answer of an upstream that came
+// back meanwhile: the oldest held queries of an outage are the ones the
+// bucket would starve. Its debt then holds back the next retry.
+func TestHoldLastTryWhenThrottled(t *testing.T) {
+	next := &flaky{fails: 1, rcode: dns.RcodeServerFailure, err: refused}
+	h := fastHold(next, 200*time.Millisecond)
+	h.retries = newRetryBudget(0, 1, 0)
+	h.retries.tokens.Store(0)
+	w := dnstest.NewRecorder(&test.ResponseWriter{})
+	start := time.Now()
+	rcode, err := h.ServeDNS(serverCtx("dns://last-try:53"), w, query())
+	took := time.Since(start)
+	if rcode != dns.RcodeSuccess || err != nil || w.Msg == nil || len(w.Msg.Answer) != 1 {
+		t.Fatalf("rcode %d, error %v, reply %v after %d tries; want the answer at the last try", rcode, err, w.Msg, next.tries)
+	}
+	if next.tries != 2 || took < 190*time.Millisecond {
+		t.Errorf("%d tries in %s; want 2, the second as the 200 ms window ends", next.tries, took)
+	}
+	if h.retries.spend(false) {
+		t.Errorf("a retry was allowed while the last try's token is owed")
 	}
 }

@@ -113,15 +113,21 @@ func (b *retryBudget) add(n int64) {
 	}
 }
 
-// spend takes one retry, and reports whether there was one.
-func (b *retryBudget) spend() bool {
+// spend takes one retry, and reports whether there was one. A held
+// query's last try (last) always gets one: the bucket lends it, down to a
+// debt of the burst, which the tokens earned later pay back before any
+// other retry is made. So each query is tried at its window's end, and the
+// retries over time stay within the budget plus one burst; when an
+// upstream comes back, these last tries come at the rate their queries
+// came, no faster.
+func (b *retryBudget) spend(last bool) bool {
 	b.refill()
 	for {
 		t := b.tokens.Load()
-		if t < tokenScale {
+		if t < tokenScale && !last {
 			return false
 		}
-		if b.tokens.CompareAndSwap(t, t-tokenScale) {
+		if b.tokens.CompareAndSwap(t, max(t-tokenScale, -b.most)) {
 			return true
 		}
 	}

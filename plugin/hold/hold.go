@@ -108,18 +108,24 @@ type heldQuery struct {
 // retry sends the query down the chain again after each pause until a try
 // is not one to repeat, or the time is up; it reports whether a reply was
 // written. A pause whose retry the bucket has no token for passes without
-// a try: the query waits on for a later one.
+// a try: the query waits on for a later one. The try as the window ends is
+// always made (the bucket lends its token): without it, with many queries
+// held, the oldest could spend the whole window throttled and fail although
+// a replica came back before its end.
 func (q *heldQuery) retry() bool {
 	for {
 		if q.failed == lost && q.resent {
 			rejected.WithLabelValues(q.server, reasonResent).Inc()
 			return false
 		}
-		wait := min(q.pauses.next(), time.Until(q.end))
+		left := time.Until(q.end)
+		pause := q.pauses.next()
+		last := pause >= left // this try comes as the window ends
+		wait := min(pause, left)
 		if wait <= 0 || !sleep(q.ctx, wait) {
 			return false
 		}
-		if !q.retries.spend() {
+		if !q.retries.spend(last) {
 			throttled.WithLabelValues(q.server).Inc()
 			continue
 		}
