@@ -90,6 +90,13 @@ var initialEventsEnd = map[string]string{metav1.InitialEventsAnnotationKey: "tru
 
 func (m *objectMeta) markInitialEventsEnd() { m.namespace = initialEventsEndMark }
 
+// isBookmark tells whether m is the meta of a watch's bookmark: the one
+// that ends the initial events, or the periodic one the API server sends
+// about every minute (a resource version and nothing else). The API server
+// stores no object without a name, so a nameless one is no object to warn
+// of.
+func (m *objectMeta) isBookmark() bool { return m.name == "" }
+
 // endsInitialEvents tells whether m is the meta of that bookmark.
 func (m *objectMeta) endsInitialEvents() bool {
 	return m.name == "" && m.namespace == initialEventsEndMark

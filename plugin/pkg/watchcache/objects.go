@@ -341,7 +341,7 @@ func convertSlice(obj any, podNames bool) (any, error) {
 		SourceCluster:       s.Labels[LabelSourceCluster],
 		Changed:             changeTime(&s.ObjectMeta),
 	}
-	if out.endsInitialEvents() {
+	if out.isBookmark() {
 		return out, nil // a bookmark: no service, no address type, nothing to warn of
 	}
 	warnUnlabelled(out)

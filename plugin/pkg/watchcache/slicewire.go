@@ -71,7 +71,7 @@ func decodeSlice(b []byte, podNames bool) (*EndpointSlice, error) {
 	if v := m.annotations[0]; v != nil {
 		out.Changed = parseChangeTime(string(v))
 	}
-	if out.endsInitialEvents() {
+	if out.isBookmark() {
 		return out, nil // a bookmark: no service, no address type, nothing to warn of
 	}
 	warnUnlabelled(out)
