@@ -57,7 +57,7 @@ lint: ## gofmt, go vet and staticcheck, on the main module, bench/ and soak/
 		(cd $$m && GOWORK=off $(GO) vet ./... && GOWORK=off "$$staticcheck" ./...) || exit 1; \
 	done
 
-run: build tools ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
+run: build ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
 	hack/run.sh
 
 run-mesos: build ## serve Corefile.mesos on 127.0.0.1:1053: the Mesos-DNS names of examples/mesos, from a stand-in Mesos master on 127.0.0.1:5050 (CONFIG=examples/mesos/config.json: from a Mesos-DNS config.json instead)

@@ -21,6 +21,9 @@ trap 'exit 143' TERM
 if [[ -z ${KUBECONFIG:-} ]]; then
 	mkdir -p "$state"
 	rm -f "$state/kubeconfig"
+	# Only what the local API server runs: etcd and kube-apiserver (built
+	# once per version into the tools cache), not the test tools.
+	hack/tools.sh apiserver >/dev/null
 	go build -o "$state/localapi" ./test/localapi
 	echo "starting a local kube-apiserver with examples/ (log: $state/kubeapi.log)" >&2
 	"$state/localapi" -kubeconfig "$state/kubeconfig" -log "$state/kubeapi.log" -apply examples >"$state/localapi.out" 2>&1 &

@@ -8,9 +8,12 @@
 # cost another ten-minute build, and bumping a version in
 # hack/tools/<name>/go.mod builds the new one next to the old.
 #
-# Usage: hack/tools.sh [--print-dir | staticcheck | promtool | e2e]
+# Usage: hack/tools.sh [--print-dir | apiserver | kubectl | staticcheck | promtool | e2e]
 #   (none)       build the test tools (etcd, kube-apiserver, kubectl,
 #                promtool); the last line on stdout is the tools directory.
+#   apiserver    build only etcd and kube-apiserver (what `make run` and
+#                test/kubeapi start); the last line is the tools directory.
+#   kubectl      build only kubectl; the last line is the tools directory.
 #   e2e          also build the node and controller binaries of the one-node
 #                cluster of `make e2e` (kubelet, kube-proxy,
 #                kube-controller-manager, kube-scheduler) at the same
@@ -106,9 +109,31 @@ apiserver_ldflags() {
 	echo "-X $pkg.gitVersion=$1 -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 }
 
+# build_kubernetes apiserver|kubectl builds etcd and kube-apiserver, or
+# kubectl, from the Kubernetes release pinned in hack/tools/kube-apiserver.
+build_kubernetes() {
+	local version ldflags
+	version=$(module_version "$root/hack/tools/kube-apiserver/go.mod" k8s.io/kubernetes)
+	ldflags=$(apiserver_ldflags "$version")
+	case $1 in
+	apiserver)
+		build etcd etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3
+		build kube-apiserver kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver \
+			-ldflags "$ldflags"
+		;;
+	kubectl)
+		# kubectl comes from the same Kubernetes release: the deploy/ tests
+		# render the base and its components with `kubectl kustomize` and
+		# dry-run them on the server.
+		build kubectl kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl \
+			-ldflags "$ldflags"
+		;;
+	esac
+}
+
 main() {
 	if [[ $# -gt 1 ]]; then
-		echo "usage: $0 [--print-dir | staticcheck | promtool | e2e]" >&2
+		echo "usage: $0 [--print-dir | apiserver | kubectl | staticcheck | promtool | e2e]" >&2
 		exit 2
 	fi
 	local e2e=
@@ -129,25 +154,25 @@ main() {
 		echo "$built"
 		return
 		;;
+	apiserver | kubectl)
+		mkdir -p "$dir"
+		build_kubernetes "$1"
+		echo "$dir"
+		return
+		;;
 	e2e) e2e=1 ;;
 	"") ;;
 	*)
-		echo "usage: $0 [--print-dir | staticcheck | promtool | e2e]" >&2
+		echo "usage: $0 [--print-dir | apiserver | kubectl | staticcheck | promtool | e2e]" >&2
 		exit 2
 		;;
 	esac
 	mkdir -p "$dir"
-	build etcd etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3
+	build_kubernetes apiserver
+	build_kubernetes kubectl
 	local version ldflags
 	version=$(module_version "$root/hack/tools/kube-apiserver/go.mod" k8s.io/kubernetes)
 	ldflags=$(apiserver_ldflags "$version")
-	build kube-apiserver kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver \
-		-ldflags "$ldflags"
-	# kubectl comes from the same Kubernetes release: the deploy/ tests render
-	# the base and its components with `kubectl kustomize` and dry-run them on
-	# the server.
-	build kubectl kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl \
-		-ldflags "$ldflags"
 	# promtool checks and unit-tests the monitoring component's rules and
 	# dashboard queries (test/monitoring_test.go).
 	build promtool promtool github.com/prometheus/prometheus github.com/prometheus/prometheus/cmd/promtool

@@ -52,7 +52,7 @@ func binaries(ctx context.Context, opts Options) (etcd, apiServer string, err er
 		return "", "", err
 	}
 	if !exists(etcd) || !exists(apiServer) {
-		if err := runToolsScript(ctx, root, dir); err != nil {
+		if err := runToolsScript(ctx, root, dir, "apiserver"); err != nil {
 			return "", "", err
 		}
 	}
@@ -73,7 +73,7 @@ func Kubectl(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if !exists(path) {
-		if err := runToolsScript(ctx, root, dir); err != nil {
+		if err := runToolsScript(ctx, root, dir, "kubectl"); err != nil {
 			return "", err
 		}
 	}
@@ -116,11 +116,12 @@ func toolPath(root, dir string, t tool) (string, error) {
 	return "", fmt.Errorf("%s does not require %s", gomod, t.module)
 }
 
-// runToolsScript builds the missing binaries, showing its progress on stderr
-// because the first kube-apiserver build takes minutes and silence would
-// look like a hang.
-func runToolsScript(ctx context.Context, root, dir string) error {
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "tools.sh"))
+// runToolsScript builds the missing binaries (which: apiserver or kubectl,
+// not the other test tools), showing its progress on stderr because the
+// first kube-apiserver build takes minutes and silence would look like a
+// hang.
+func runToolsScript(ctx context.Context, root, dir, which string) error {
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "tools.sh"), which)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "SCHEMADNS_TOOLS_DIR="+dir)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
