@@ -35,7 +35,7 @@ type builder struct {
 
 	// marks are the services, namespaces and ranges changed since the
 	// last build.
-	marks changes.Tracker
+	marks kubesource.Tracker
 
 	// pending is the first snapshot while Prepare builds it; owned by the
 	// goroutine that runs the builder.
@@ -53,7 +53,7 @@ func (b *builder) Mark(ev watchcache.Event) bool {
 		if ev.Service == "" {
 			return false // a slice without a service-name label belongs to no service
 		}
-		b.marks.Mark(changes.Key{Namespace: ev.Namespace, Name: ev.Service}, ev.Changed)
+		b.marks.Mark(kubesource.Key{Namespace: ev.Namespace, Name: ev.Service}, ev.Changed)
 	case watchcache.Namespaces:
 		if b.k.opts.namespaceLabels == nil {
 			return false
@@ -132,12 +132,12 @@ func (b *builder) Apply() {
 // apply rebuilds the marked services, and every service of a namespace
 // whose labels changed (added to marks.Keys), in e; false when there was
 // nothing to rebuild.
-func (b *builder) apply(e *dnszone.Edit, marks *changes.Set) bool {
+func (b *builder) apply(e *dnszone.Edit, marks *kubesource.Set) bool {
 	if len(marks.Namespaces) > 0 {
 		now := time.Now()
 		for _, svc := range b.cache.Services() {
 			if marks.Namespaces[svc.Namespace()] {
-				marks.Add(changes.Key{Namespace: svc.Namespace(), Name: svc.Name()}, now)
+				marks.Add(kubesource.Key{Namespace: svc.Namespace(), Name: svc.Name()}, now)
 			}
 		}
 	}
@@ -150,7 +150,7 @@ func (b *builder) apply(e *dnszone.Edit, marks *changes.Set) bool {
 // rebuild replaces the facts of the service of key in e with what the
 // cache says now, and changes the PTR entries of the addresses that came
 // or went.
-func (b *builder) rebuild(e *dnszone.Edit, key changes.Key) {
+func (b *builder) rebuild(e *dnszone.Edit, key kubesource.Key) {
 	prev := e.Service(key.Labels())
 	next := b.facts(key.Namespace, b.cache.Service(key.Namespace, key.Name))
 	e.UpdatePTRs(prev, next)

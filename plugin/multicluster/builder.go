@@ -9,6 +9,7 @@ import (
 
 	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -36,7 +37,7 @@ type builder struct {
 	// marks are the imports changed since the last build, and the local
 	// services whose addresses may have changed: they decide which import
 	// addresses get a PTR record.
-	marks changes.Tracker
+	marks kubesource.Tracker
 
 	// build serialises the builds: the consumer's goroutine runs Publish
 	// and Apply, the ClusterProperty watch setClusterID. What follows is
@@ -53,11 +54,11 @@ type builder struct {
 	ptrs       ptrIndex
 	// problems are the bad-input lines last logged for each import, so
 	// each is logged once while it lasts.
-	problems map[changes.Key][]string
+	problems map[kubesource.Key][]string
 }
 
 func newBuilder(m *Multicluster, c cacheReader) *builder {
-	return &builder{m: m, cache: c, ptrs: newPtrIndex(), problems: map[changes.Key][]string{}}
+	return &builder{m: m, cache: c, ptrs: newPtrIndex(), problems: map[kubesource.Key][]string{}}
 }
 
 // Mark records a cache event (kubesource.Builder): quick, never blocks.
@@ -68,10 +69,10 @@ func (b *builder) Mark(ev watchcache.Event) bool {
 		return false
 	}
 	if ev.Import != "" {
-		b.marks.Mark(changes.Key{Namespace: ev.Namespace, Name: ev.Import}, ev.Changed)
+		b.marks.Mark(kubesource.Key{Namespace: ev.Namespace, Name: ev.Import}, ev.Changed)
 	}
 	if ev.Resource != watchcache.ServiceImports && ev.Service != "" {
-		b.marks.MarkLocal(changes.Key{Namespace: ev.Namespace, Name: ev.Service})
+		b.marks.MarkLocal(kubesource.Key{Namespace: ev.Namespace, Name: ev.Service})
 	}
 	return true
 }
@@ -101,7 +102,7 @@ func (b *builder) setClusterID(id string) {
 	now := time.Now()
 	for _, imp := range b.cache.ServiceImports() {
 		if imp.Headless && imp.PreferClose {
-			b.marks.Mark(changes.Key{Namespace: imp.Namespace(), Name: imp.Name()}, now)
+			b.marks.Mark(kubesource.Key{Namespace: imp.Namespace(), Name: imp.Name()}, now)
 		}
 	}
 	b.apply()
@@ -113,7 +114,7 @@ func (b *builder) fullBuild() *dnszone.Snapshot {
 	b.ptrs = newPtrIndex()
 	b.ptrs.local.load(b.cache)
 	for _, imp := range b.cache.ServiceImports() {
-		b.put(e, changes.Key{Namespace: imp.Namespace(), Name: imp.Name()}, imp)
+		b.put(e, kubesource.Key{Namespace: imp.Namespace(), Name: imp.Name()}, imp)
 	}
 	for ip := range b.ptrs.candidates {
 		if p := b.ptrs.served(ip); p != nil {
@@ -177,7 +178,7 @@ func mark(set map[netip.Addr]bool, ips []netip.Addr) {
 }
 
 // kindOf is the kind of import key; for a deleted import, the kind it had.
-func (b *builder) kindOf(old *dnszone.Snapshot, key changes.Key) watchcache.ServiceKind {
+func (b *builder) kindOf(old *dnszone.Snapshot, key kubesource.Key) watchcache.ServiceKind {
 	if imp := b.cache.ServiceImport(key.Namespace, key.Name); imp != nil {
 		return importKind(imp)
 	}
@@ -196,7 +197,7 @@ func importKind(imp *watchcache.ServiceImport) watchcache.ServiceKind {
 
 // put adds imp's facts (if it has a name) to e and its PTR candidates to
 // the index; it returns the candidate addresses.
-func (b *builder) put(e *dnszone.Edit, key changes.Key, imp *watchcache.ServiceImport) []netip.Addr {
+func (b *builder) put(e *dnszone.Edit, key kubesource.Key, imp *watchcache.ServiceImport) []netip.Addr {
 	if imp == nil {
 		b.report(key, nil)
 		return nil
@@ -234,7 +235,7 @@ func (b *builder) localCluster(imp *watchcache.ServiceImport) string {
 
 // report logs the import's problems that were not there at its last
 // build: each bad input is logged once while it lasts.
-func (b *builder) report(key changes.Key, problems []string) {
+func (b *builder) report(key kubesource.Key, problems []string) {
 	seen := b.problems[key]
 	for _, p := range problems {
 		if !slices.Contains(seen, p) {
@@ -258,13 +259,13 @@ type ptrIndex struct {
 	// sorted by target name: the first one is served.
 	candidates map[netip.Addr][]ptrRecord
 	// owned lists each import's addresses in candidates.
-	owned map[changes.Key][]netip.Addr
+	owned map[kubesource.Key][]netip.Addr
 	// local are the addresses this cluster names.
 	local localAddrs
 }
 
 func newPtrIndex() ptrIndex {
-	return ptrIndex{candidates: map[netip.Addr][]ptrRecord{}, owned: map[changes.Key][]netip.Addr{}, local: newLocalAddrs()}
+	return ptrIndex{candidates: map[netip.Addr][]ptrRecord{}, owned: map[kubesource.Key][]netip.Addr{}, local: newLocalAddrs()}
 }
 
 // add makes p a candidate for ip.
@@ -276,7 +277,7 @@ func (x *ptrIndex) add(ip netip.Addr, p ptrRecord) {
 }
 
 // drop removes the candidates of an import and returns their addresses.
-func (x *ptrIndex) drop(imp changes.Key) []netip.Addr {
+func (x *ptrIndex) drop(imp kubesource.Key) []netip.Addr {
 	ips := x.owned[imp]
 	for _, ip := range ips {
 		kept := slices.DeleteFunc(slices.Clone(x.candidates[ip]), func(p ptrRecord) bool { return p.imp == imp })
@@ -292,7 +293,7 @@ func (x *ptrIndex) drop(imp changes.Key) []netip.Addr {
 
 // reclaim looks at a local service again and returns the candidate
 // addresses whose claim changed: those it took and those it gave up.
-func (x *ptrIndex) reclaim(c cacheReader, key changes.Key) []netip.Addr {
+func (x *ptrIndex) reclaim(c cacheReader, key kubesource.Key) []netip.Addr {
 	return slices.DeleteFunc(x.local.reread(c, key), func(ip netip.Addr) bool {
 		_, ok := x.candidates[ip]
 		return !ok

@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/schemadns/schemadns/plugin/pkg/changes"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
@@ -18,13 +18,13 @@ import (
 type localAddrs struct {
 	// byService are the addresses of each local service,
 	// sorted and unique, as last read: what a change takes back.
-	byService map[changes.Key][]netip.Addr
+	byService map[kubesource.Key][]netip.Addr
 	// claims counts the services that name each address.
 	claims map[netip.Addr]int32
 }
 
 func newLocalAddrs() localAddrs {
-	return localAddrs{byService: map[changes.Key][]netip.Addr{}, claims: map[netip.Addr]int32{}}
+	return localAddrs{byService: map[kubesource.Key][]netip.Addr{}, claims: map[netip.Addr]int32{}}
 }
 
 // claimed tells whether a local service names ip.
@@ -33,14 +33,14 @@ func (l *localAddrs) claimed(ip netip.Addr) bool { return l.claims[ip] > 0 }
 // load reads every local service and slice; a slice whose service does not
 // exist (yet) still names its addresses, as it did in the cache's index.
 func (l *localAddrs) load(c cacheReader) {
-	all := map[changes.Key][]netip.Addr{}
+	all := map[kubesource.Key][]netip.Addr{}
 	for _, svc := range c.Services() {
-		key := changes.Key{Namespace: svc.Namespace(), Name: svc.Name()}
+		key := kubesource.Key{Namespace: svc.Namespace(), Name: svc.Name()}
 		all[key] = append(all[key], svc.ClusterIPs...)
 	}
 	for _, s := range c.EndpointSlices() {
 		if isLocal(s) {
-			key := changes.Key{Namespace: s.Namespace(), Name: s.Service}
+			key := kubesource.Key{Namespace: s.Namespace(), Name: s.Service}
 			all[key] = appendEndpointAddrs(all[key], s)
 		}
 	}
@@ -51,7 +51,7 @@ func (l *localAddrs) load(c cacheReader) {
 
 // reread looks at the local service key again and returns the addresses
 // it took or gave up.
-func (l *localAddrs) reread(c cacheReader, key changes.Key) []netip.Addr {
+func (l *localAddrs) reread(c cacheReader, key kubesource.Key) []netip.Addr {
 	var addrs []netip.Addr
 	if svc := c.Service(key.Namespace, key.Name); svc != nil {
 		addrs = append(addrs, svc.ClusterIPs...)
@@ -65,7 +65,7 @@ func (l *localAddrs) reread(c cacheReader, key changes.Key) []netip.Addr {
 }
 
 // set makes addrs the addresses of key and returns those that changed.
-func (l *localAddrs) set(key changes.Key, addrs []netip.Addr) []netip.Addr {
+func (l *localAddrs) set(key kubesource.Key, addrs []netip.Addr) []netip.Addr {
 	slices.SortFunc(addrs, netip.Addr.Compare)
 	addrs = slices.Clip(slices.Compact(addrs))
 	before := l.byService[key]

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/schemadns/schemadns/plugin/pkg/changes"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 )
 
 // TestLocalAddrsClaims follows the claim count of addresses that two local
@@ -27,7 +27,7 @@ func TestLocalAddrsClaims(t *testing.T) {
 		{"x", nil, []netip.Addr{b}, nil},
 	}
 	for i, s := range steps {
-		changed := l.set(changes.Key{Namespace: "ns", Name: s.name}, slices.Clone(s.addrs))
+		changed := l.set(kubesource.Key{Namespace: "ns", Name: s.name}, slices.Clone(s.addrs))
 		slices.SortFunc(changed, netip.Addr.Compare)
 		if !slices.Equal(changed, s.changed) {
 			t.Errorf("step %d: set(%s, %v) changed %v, want %v", i, s.name, s.addrs, changed, s.changed)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
@@ -247,7 +246,7 @@ func hostname(ep kubesource.EndpointAddr) string {
 // ptrRecord is one candidate PTR record: endpoint ep of an import's facts
 // (the import's own name for a ClusterSetIP), and the name it points to.
 type ptrRecord struct {
-	imp    changes.Key
+	imp    kubesource.Key
 	svc    *dnszone.Facts
 	ep     int
 	target string
@@ -256,7 +255,7 @@ type ptrRecord struct {
 // ptrRecords are the PTR records an import would give under zone: each
 // clusterset IP to the service name, each named headless endpoint to its
 // host name.
-func ptrRecords(key changes.Key, svc *dnszone.Facts, zone string) map[netip.Addr]ptrRecord {
+func ptrRecords(key kubesource.Key, svc *dnszone.Facts, zone string) map[netip.Addr]ptrRecord {
 	out := map[netip.Addr]ptrRecord{}
 	name := dnszone.ServiceName(svc, zone)
 	for i := range svc.NumEndpoints() {
