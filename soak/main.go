@@ -17,6 +17,14 @@
 // (test/mesosmaster), ZooKeeper for one (test/zookeeper), and a bin/coredns
 // with mesosschema of its own.
 //
+// This package is the command line and the page's frame; the scenarios
+// live in packages of their own: kube (the Kubernetes scenarios and their
+// part of the page) on tracked (the services written and checked),
+// apiserver (etcd, kube-apiserver and the fault proxy); mesos (the Mesos
+// scenarios and their part of the page); and, shared by both, server (a
+// bin/coredns under test), observe (what a checker counts, the health
+// sampler) and report (the page's common pieces).
+//
 //	cd soak && go run . -scale small
 //
 // Linux only: it reads /proc.
@@ -30,40 +38,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schemadns/schemadns/soak/kube"
+	"github.com/schemadns/schemadns/soak/mesos"
 	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // config is the command line.
 type config struct {
 	toolflags.Common
-	headless, clusterIP int
-	endpoints, imports  int
-	writers, churnRate  int
-	churnDuration       time.Duration
-	checkRate           int
-	outage              time.Duration
-	hostile             int
-	slowConns           int
-	scenarios           string
-	// selected are the scenarios -scenarios names, its groups expanded.
-	selected map[string]bool
-	// The Mesos scenarios: the cluster's running tasks, the length of each
-	// fault, the plugin's refresh and state_timeout.
-	mesosTasks                                  int
-	mesosFault, mesosRefresh, mesosStateTimeout time.Duration
+	kube  kube.Config
+	mesos mesos.Config
+	// scenarios is -scenarios; selected are the scenarios it names, its
+	// groups expanded.
+	scenarios string
+	selected  map[string]bool
 }
-
-// kubernetesScenarios are the scenarios against the Kubernetes plugins, in
-// the order they run.
-var kubernetesScenarios = []string{"churn", "quiet", "relist", "faults", "hostile", "slow"}
 
 // scenarioGroups are the names -scenarios takes for several scenarios.
 func scenarioGroups() map[string][]string {
-	var mesos []string
-	for _, sc := range mesosScenarios {
-		mesos = append(mesos, sc.name)
-	}
-	return map[string][]string{"kubernetes": kubernetesScenarios, "mesos": mesos}
+	return map[string][]string{"kubernetes": kube.Names(), "mesos": mesos.Names()}
 }
 
 // presets are the scales: flag values applied unless given on the command
@@ -79,47 +72,45 @@ var presets = map[string]map[string]string{
 
 func parseFlags(args []string) (*config, error) {
 	cfg := &config{}
+	k, m := &cfg.kube, &cfg.mesos
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	cfg.Register(fs, "reliability.md", "Corefiles, logs, the API server's files", "default (the issue's scale) or small (a tenth, shorter phases)")
-	fs.IntVar(&cfg.headless, "headless", 2000, "headless services, each with one EndpointSlice")
-	fs.IntVar(&cfg.clusterIP, "clusterip", 1000, "ClusterIP services, each with one EndpointSlice")
-	fs.IntVar(&cfg.endpoints, "endpoints", 10, "endpoints per service")
-	fs.IntVar(&cfg.imports, "imports", 200, "ClusterSetIP ServiceImports (multicluster)")
-	fs.IntVar(&cfg.writers, "writers", 96, "concurrent writers of the churn (client-go, protobuf, 8 per HTTP/2 connection)")
-	fs.IntVar(&cfg.churnRate, "churn-rate", 0, "cap on the churn's writes per second (0: as fast as the API server accepts)")
-	fs.DurationVar(&cfg.churnDuration, "churn-duration", time.Minute, "length of the churn")
-	fs.IntVar(&cfg.checkRate, "check-rate", 500, "queries/s the checker sends to each server")
-	fs.DurationVar(&cfg.outage, "outage", time.Minute, "length of each API server fault")
-	fs.IntVar(&cfg.hostile, "hostile", 50000, "hostile messages sent to each server port")
-	fs.IntVar(&cfg.slowConns, "slow-conns", 1000, "idle or slow TCP connections held against each server")
+	fs.IntVar(&k.Headless, "headless", 2000, "headless services, each with one EndpointSlice")
+	fs.IntVar(&k.ClusterIP, "clusterip", 1000, "ClusterIP services, each with one EndpointSlice")
+	fs.IntVar(&k.Endpoints, "endpoints", 10, "endpoints per service")
+	fs.IntVar(&k.Imports, "imports", 200, "ClusterSetIP ServiceImports (multicluster)")
+	fs.IntVar(&k.Writers, "writers", 96, "concurrent writers of the churn (client-go, protobuf, 8 per HTTP/2 connection)")
+	fs.IntVar(&k.ChurnRate, "churn-rate", 0, "cap on the churn's writes per second (0: as fast as the API server accepts)")
+	fs.DurationVar(&k.ChurnDuration, "churn-duration", time.Minute, "length of the churn")
+	fs.IntVar(&k.CheckRate, "check-rate", 500, "queries/s the checker sends to each server")
+	fs.DurationVar(&k.Outage, "outage", time.Minute, "length of each API server fault")
+	fs.IntVar(&k.Hostile, "hostile", 50000, "hostile messages sent to each server port")
+	fs.IntVar(&k.SlowConns, "slow-conns", 1000, "idle or slow TCP connections held against each server")
 	fs.StringVar(&cfg.scenarios, "scenarios", "kubernetes,mesos", "the scenarios to run, comma-separated (they run in the order listed here): "+
-		strings.Join(kubernetesScenarios, ",")+" (the group kubernetes), "+strings.Join(scenarioGroups()["mesos"], ",")+" (the group mesos)")
-	fs.IntVar(&cfg.mesosTasks, "mesos-tasks", 3000, "Mesos: running tasks of the generated cluster")
-	fs.DurationVar(&cfg.mesosFault, "mesos-fault", 10*time.Second, "Mesos: length of each master fault (the phases before and after last half as long, at least 3 s)")
-	fs.DurationVar(&cfg.mesosRefresh, "mesos-refresh", time.Second, "Mesos: mesosschema's refresh, and how often the tasks change")
-	fs.DurationVar(&cfg.mesosStateTimeout, "mesos-state-timeout", 2*time.Second, "Mesos: mesosschema's state_timeout")
+		strings.Join(kube.Names(), ",")+" (the group kubernetes), "+strings.Join(mesos.Names(), ",")+" (the group mesos)")
+	fs.IntVar(&m.Tasks, "mesos-tasks", 3000, "Mesos: running tasks of the generated cluster")
+	fs.DurationVar(&m.Fault, "mesos-fault", 10*time.Second, "Mesos: length of each master fault (the phases before and after last half as long, at least 3 s)")
+	fs.DurationVar(&m.Refresh, "mesos-refresh", time.Second, "Mesos: mesosschema's refresh, and how often the tasks change")
+	fs.DurationVar(&m.StateTimeout, "mesos-state-timeout", 2*time.Second, "Mesos: mesosschema's state_timeout")
 	if err := cfg.Parse(fs, args, presets); err != nil {
 		return nil, err
 	}
 	return cfg, cfg.finish()
 }
 
-// finish resolves paths and checks the values.
+// finish resolves paths, hands the shared flags to both families of
+// scenarios and checks the values.
 func (cfg *config) finish() error {
 	if err := cfg.Finish(); err != nil {
 		return err
 	}
-	switch {
-	case cfg.headless <= probeServices || cfg.clusterIP < 1 || cfg.endpoints < 1:
-		return fmt.Errorf("-headless must be over %d, -clusterip and -endpoints at least 1", probeServices)
-	case cfg.writers < 1 || cfg.checkRate < 1:
-		return errors.New("-writers and -check-rate must be at least 1")
-	case cfg.churnDuration <= 0 || cfg.outage <= 0:
-		return errors.New("-churn-duration and -outage must be positive")
-	case cfg.mesosTasks < 100:
-		return errors.New("-mesos-tasks must be at least 100")
-	case cfg.mesosFault <= 0 || cfg.mesosRefresh < time.Second || cfg.mesosStateTimeout <= 0:
-		return errors.New("-mesos-fault and -mesos-state-timeout must be positive, -mesos-refresh at least 1s")
+	cfg.kube.CoreDNS, cfg.kube.Loaders = cfg.CoreDNS, cfg.Loaders
+	cfg.mesos.CoreDNS, cfg.mesos.CheckRate = cfg.CoreDNS, cfg.kube.CheckRate
+	if err := cfg.kube.Validate(); err != nil {
+		return err
+	}
+	if err := cfg.mesos.Validate(); err != nil {
+		return err
 	}
 	return cfg.selectScenarios()
 }

@@ -1,4 +1,4 @@
-package main
+package mesos
 
 import (
 	"fmt"
@@ -7,10 +7,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/schemadns/schemadns/soak/observe"
+	"github.com/schemadns/schemadns/soak/report"
 )
 
-// mesosResult is one Mesos scenario's outcome.
-type mesosResult struct {
+// Result is one Mesos scenario's outcome.
+type Result struct {
 	Name, Title string
 	Stanza      string   // the masters' part of the mesosschema stanza
 	Steps       []string // the fault, as done
@@ -18,7 +21,7 @@ type mesosResult struct {
 	// this before a query may still answer it.
 	WindowSeconds float64
 	States        int // good states served in all
-	Check         checkCount
+	Check         observe.Count
 	Phases        map[string]phaseCount
 	// Ready is the ready plugin's samples by server and phase; Gauge the
 	// lowest master_reachable by phase, GaugeDown and GaugeUp when it read
@@ -32,7 +35,7 @@ type mesosResult struct {
 	Names                  map[string][2]float64
 	SerialStart, SerialEnd uint32
 	Polls                  map[string]pollPhase
-	// Logs counts the log lines by kind (mesosLogPatterns) from the
+	// Logs counts the log lines by kind (logPatterns) from the
 	// fault's start, LogsBefore before it (start-up included); LogLines
 	// are the plugin's lines.
 	Logs, LogsBefore map[string]int
@@ -47,7 +50,7 @@ type mesosResult struct {
 	// Changes is the time to serve each state, from its being visible;
 	// FaultChanges of those made visible during the fault, FaultUnseen
 	// how many of those were never shown.
-	Changes, FaultChanges quantiles
+	Changes, FaultChanges observe.Quantiles
 	FaultUnseen           int
 	Held                  float64 // polls held back (no agent listed)
 	Panics                int
@@ -60,7 +63,7 @@ type criterion struct {
 	OK           bool
 }
 
-func (r *mesosResult) ok() bool {
+func (r *Result) ok() bool {
 	return len(r.Criteria) > 0 && !slices.ContainsFunc(r.Criteria, func(c criterion) bool { return !c.OK })
 }
 
@@ -69,16 +72,16 @@ func (r *mesosResult) ok() bool {
 // left as it was, the gauge and the log telling the outage (WantDown) or
 // nothing, the state after the fault served within the staleness allowed,
 // no panic.
-func (e *mesosEnv) commonCriteria() []criterion {
+func (e *env) commonCriteria() []criterion {
 	r := e.res
-	during := r.Phases[phaseDuring]
+	during := r.Phases[observe.PhaseDuring]
 	out := []criterion{e.noWrong(),
 		{"every answer during the fault from the last good state", fmt.Sprintf("%d of %d", during.FromPinned, during.Answers),
 			during.Answers > 0 && during.FromPinned == during.Answers},
 		e.zoneKept(), e.noEarlyOutage(),
 	}
 	logs := fmt.Sprintf("%d on, %d off", r.Logs["outage"], r.Logs["recovery"])
-	gauge := fmt.Sprintf("lowest %g during (0 after %s), 1 again %s after the end", r.Gauge[phaseDuring], secs(r.GaugeDown), secs(r.GaugeUp))
+	gauge := fmt.Sprintf("lowest %g during (0 after %s), 1 again %s after the end", r.Gauge[observe.PhaseDuring], report.Secs(r.GaugeDown), report.Secs(r.GaugeUp))
 	if r.WantDown {
 		out = append(out,
 			criterion{"master_reachable 0 during, 1 after", gauge, r.GaugeDown >= 0 && r.GaugeUp >= 0},
@@ -90,49 +93,49 @@ func (e *mesosEnv) commonCriteria() []criterion {
 }
 
 // noWrong: every answer right, none SERVFAIL.
-func (e *mesosEnv) noWrong() criterion {
+func (e *env) noWrong() criterion {
 	c := e.res.Check
 	return criterion{"no wrong answer, no SERVFAIL", fmt.Sprintf("%d wrong (%d SERVFAIL, %d empty, %d older than allowed, %d older than shown, %d of no state) of %d; %d unanswered",
-		c.wrong(), c.ServFail, c.Empty, c.Behind, c.Regress, c.Torn-c.Empty-c.ServFail, c.Answers, c.Errors), c.wrong() == 0 && c.Answers > 0}
+		c.Wrong(), c.ServFail, c.Empty, c.Behind, c.Regress, c.Torn-c.Empty-c.ServFail, c.Answers, c.Errors), c.Wrong() == 0 && c.Answers > 0}
 }
 
 // noEarlyOutage: nothing went wrong before the fault, start-up included.
-func (e *mesosEnv) noEarlyOutage() criterion {
+func (e *env) noEarlyOutage() criterion {
 	b := e.res.LogsBefore
 	return criterion{"no outage logged before the fault (start-up included)", fmt.Sprintf("%d on, %d off", b["outage"], b["recovery"]), b["outage"] == 0}
 }
 
 // reachable: the gauge read 1 throughout the fault and after.
-func (e *mesosEnv) reachable() criterion {
+func (e *env) reachable() criterion {
 	r := e.res
-	return criterion{"master_reachable 1 throughout", fmt.Sprintf("lowest %g during, %g after", r.Gauge[phaseDuring], r.Gauge[phaseAfter]),
-		r.Gauge[phaseDuring] == 1 && r.Gauge[phaseAfter] == 1}
+	return criterion{"master_reachable 1 throughout", fmt.Sprintf("lowest %g during, %g after", r.Gauge[observe.PhaseDuring], r.Gauge[observe.PhaseAfter]),
+		r.Gauge[observe.PhaseDuring] == 1 && r.Gauge[observe.PhaseAfter] == 1}
 }
 
 // servedAfter: the state that ended the fault was served within the
 // staleness allowed.
-func (e *mesosEnv) servedAfter() criterion {
+func (e *env) servedAfter() criterion {
 	r := e.res
-	return criterion{"the state after the fault served within the staleness allowed", fmt.Sprintf("%s after it was (%.1f s allowed)", secs(r.ServeSeconds), r.WindowSeconds),
+	return criterion{"the state after the fault served within the staleness allowed", fmt.Sprintf("%s after it was (%.1f s allowed)", report.Secs(r.ServeSeconds), r.WindowSeconds),
 		r.ServeSeconds >= 0 && r.ServeSeconds <= r.WindowSeconds}
 }
 
-func (e *mesosEnv) noPanic() criterion {
+func (e *env) noPanic() criterion {
 	return criterion{"no panic", fmt.Sprint(e.res.Panics), e.res.Panics == 0}
 }
 
 // zoneKept: the zone did not change during the fault (its SOA serial and
 // its count of names).
-func (e *mesosEnv) zoneKept() criterion {
+func (e *env) zoneKept() criterion {
 	r := e.res
-	n, ok := r.Names[phaseDuring]
+	n, ok := r.Names[observe.PhaseDuring]
 	return criterion{"the zone unchanged during the fault (SOA serial, names)",
 		fmt.Sprintf("serial %d → %d, %g to %g names", r.SerialStart, r.SerialEnd, n[0], n[1]),
 		ok && r.SerialStart != 0 && r.SerialStart == r.SerialEnd && n[0] == n[1]}
 }
 
 // leaderMoved: leader.mesos answers the new leader.
-func (e *mesosEnv) leaderMoved() criterion {
+func (e *env) leaderMoved() criterion {
 	r := e.res
 	return criterion{"leader.mesos follows the new leader", fmt.Sprintf("%s → %s, answered %s", r.LeaderBefore, r.LeaderAfter, r.LeaderServed),
 		r.LeaderServed == r.LeaderAfter && r.LeaderAfter != r.LeaderBefore}
@@ -140,13 +143,13 @@ func (e *mesosEnv) leaderMoved() criterion {
 
 // pollsCriterion: during the slow fault each poll ends within its
 // attempts' timeouts; after the failover they are quick again.
-func (e *mesosEnv) pollsCriterion(delay time.Duration) criterion {
+func (e *env) pollsCriterion(delay time.Duration) criterion {
 	r := e.res
-	bound := float64(e.sc.attempts)*e.cfg.mesosStateTimeout.Seconds()*1000 + 500
-	d, a := r.Polls[phaseDuring], r.Polls[phaseAfter]
+	bound := float64(e.sc.attempts)*e.cfg.StateTimeout.Seconds()*1000 + 500
+	d, a := r.Polls[observe.PhaseDuring], r.Polls[observe.PhaseAfter]
 	return criterion{fmt.Sprintf("polls end at the state_timeout (the master answers after %s), quick once the other leads", delay),
 		fmt.Sprintf("during: %d polls, mean %.0f ms; after: %d, mean %.0f ms", d.Polls, d.MeanMs, a.Polls, a.MeanMs),
-		d.Polls > 0 && d.MeanMs <= bound && a.Polls > 0 && a.MeanMs < e.cfg.mesosStateTimeout.Seconds()*1000}
+		d.Polls > 0 && d.MeanMs <= bound && a.Polls > 0 && a.MeanMs < e.cfg.StateTimeout.Seconds()*1000}
 }
 
 // pollCounters are the server's poll metrics at one moment.
@@ -167,17 +170,17 @@ type pollPhase struct {
 }
 
 // readPolls reads the poll metrics as phase begins.
-func (e *mesosEnv) readPolls(phase string) {
+func (e *env) readPolls(phase string) {
 	c := pollCounters{}
 	var err error
-	if c.buckets, err = e.srv.metricByLabel("coredns_mesosschema_poll_duration_seconds_bucket", "le"); err != nil {
+	if c.buckets, err = e.srv.MetricByLabel("coredns_mesosschema_poll_duration_seconds_bucket", "le"); err != nil {
 		return
 	}
-	if c.results, err = e.srv.metricByLabel("coredns_mesosschema_polls_total", "result"); err != nil {
+	if c.results, err = e.srv.MetricByLabel("coredns_mesosschema_polls_total", "result"); err != nil {
 		return
 	}
-	c.count, _ = sumMetric(e.srv, "coredns_mesosschema_poll_duration_seconds_count")
-	c.sum, _ = sumMetric(e.srv, "coredns_mesosschema_poll_duration_seconds_sum")
+	c.count, _ = e.srv.SumMetric("coredns_mesosschema_poll_duration_seconds_count")
+	c.sum, _ = e.srv.SumMetric("coredns_mesosschema_poll_duration_seconds_sum")
 	e.polls[phase] = c
 }
 
@@ -222,15 +225,14 @@ func (p pollPhase) String() string {
 	return fmt.Sprintf("%d (%s), mean %.0f ms, longest %s", p.Polls, strings.Join(parts, ", "), p.MeanMs, longest)
 }
 
-// mesosOK: every Mesos scenario run passed.
-func (m *mesosResults) ok() bool {
+// ok: every Mesos scenario run passed.
+func (m *Results) ok() bool {
 	return len(m.Errors) == 0 && len(m.Scenarios) > 0 &&
-		!slices.ContainsFunc(m.Scenarios, func(r *mesosResult) bool { return !r.ok() })
+		!slices.ContainsFunc(m.Scenarios, func(r *Result) bool { return !r.ok() })
 }
 
-// mesos writes the Mesos part of the page.
-func (r *report) mesos() {
-	m := r.res.Mesos
+// Write writes the Mesos part of the page, if m holds a run.
+func Write(r *report.Doc, m *Results) {
 	if m == nil {
 		return
 	}
@@ -257,22 +259,22 @@ func (r *report) mesos() {
 	r.Line("Readiness and `coredns_mesosschema_master_reachable` are sampled every 250 ms, " +
 		"`coredns_mesosschema_names` with them; the SOA serial is read as each fault begins and ends.")
 	r.End()
-	r.run(m.Started, m.Finished, m.Durations, m.Note)
+	r.Run(m.Started, m.Finished, m.Durations, m.Note)
 	r.Line("- Cluster: %s.", m.Cluster)
 	r.End()
 	r.Heading(3, "Machine of the Mesos run")
 	r.Table(m.Machine.Table())
 	r.Heading(3, "Summary of the Mesos run")
-	r.Para("Every Mesos scenario passed: %s.", yesNo(m.ok()))
-	t := table("scenario", "criterion", "result")
+	r.Para("Every Mesos scenario passed: %s.", report.YesNo(m.ok()))
+	t := report.Table("scenario", "criterion", "result")
 	for _, s := range m.Scenarios {
 		for _, c := range s.Criteria {
-			t.Row(s.Title, c.What, passFail(c.OK)+": "+c.Result)
+			t.Row(s.Title, c.What, report.PassFail(c.OK)+": "+c.Result)
 		}
 	}
 	r.Table(t)
 	for _, s := range m.Scenarios {
-		r.mesosScenario(s)
+		writeScenario(r, s)
 	}
 	if len(m.Errors) > 0 {
 		r.Heading(3, "Errors of the Mesos run")
@@ -280,20 +282,20 @@ func (r *report) mesos() {
 	}
 }
 
-func (r *report) mesosScenario(s *mesosResult) {
+func writeScenario(r *report.Doc, s *Result) {
 	r.Heading(3, "Mesos: %s", s.Title)
 	r.Para("`mesosschema { %s }`, staleness allowed %.1f s. The fault:", s.Stanza, s.WindowSeconds)
 	r.List(s.Steps)
-	t := table("", "before", "during the fault", "after")
+	t := report.Table("", "before", "during the fault", "after")
 	byPhase := func(name string, f func(phase string) string) {
-		t.Row(name, f(phaseBefore), f(phaseDuring), f(phaseAfter))
+		t.Row(name, f(observe.PhaseBefore), f(observe.PhaseDuring), f(observe.PhaseAfter))
 	}
 	byPhase("answers checked (wrong)", func(ph string) string {
 		p := s.Phases[ph]
 		return fmt.Sprintf("%d (%d)", p.Answers, p.Wrong)
 	})
 	if s.FaultChanges.N == 0 { // the tasks did not change during the fault
-		during := s.Phases[phaseDuring]
+		during := s.Phases[observe.PhaseDuring]
 		t.Row("answers from the last good state before the fault", "", fmt.Sprintf("%d of %d", during.FromPinned, during.Answers), "")
 	}
 	byPhase("ready samples", func(ph string) string { return s.Ready[s.Name][ph] })
@@ -303,10 +305,10 @@ func (r *report) mesosScenario(s *mesosResult) {
 	r.Table(t)
 	c := s.Check
 	r.Line("- Answers: %d checked, %d wrong, %d SERVFAIL, %d unanswered (timeouts); %d good states served in all.",
-		c.Answers, c.wrong(), c.ServFail, c.Errors, s.States)
-	r.Line("- master_reachable: 0 %s after the fault began, 1 again %s after it ended.", secs(s.GaugeDown), secs(s.GaugeUp))
+		c.Answers, c.Wrong(), c.ServFail, c.Errors, s.States)
+	r.Line("- master_reachable: 0 %s after the fault began, 1 again %s after it ended.", report.Secs(s.GaugeDown), report.Secs(s.GaugeUp))
 	r.Line("- SOA serial as the fault began and ended: %d → %d.", s.SerialStart, s.SerialEnd)
-	r.Line("- %s: served %s after it was.", capitalise(s.ServeWhat), secs(s.ServeSeconds))
+	r.Line("- %s: served %s after it was.", capitalise(s.ServeWhat), report.Secs(s.ServeSeconds))
 	if s.LeaderBefore != s.LeaderAfter {
 		r.Line("- leader.mesos: %s before, %s after (answered at the end: %s).", s.LeaderBefore, s.LeaderAfter, s.LeaderServed)
 	}

@@ -1,26 +1,30 @@
-package main
+package kube
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/schemadns/schemadns/soak/observe"
+	"github.com/schemadns/schemadns/soak/server"
+	"github.com/schemadns/schemadns/soak/tracked"
 )
 
-// relistResult is the forced relist's outcome.
-type relistResult struct {
+// RelistResult is the forced relist's outcome.
+type RelistResult struct {
 	Revision          int64            // etcd compacted to
 	DownSeconds       float64          // the API server's outage, compaction included
 	SteadyRSS         map[string]int64 // just before
 	PeakRSS           map[string]int64 // VmHWM from just before until the changes were served
 	Relists           float64          // ours: coredns_watchcache_relists_total, increase
-	Check             map[string]checkCount
+	Check             map[string]observe.Count
 	Recovery          map[string]float64
 	RecoveryFailed    map[string]int
 	RelistWaitSeconds float64 // after the restart, until ours had relisted every resource
 }
 
 // ratio is a server's peak over its steady RSS.
-func (r *relistResult) ratio(key string) float64 {
+func (r *RelistResult) ratio(key string) float64 {
 	if r.SteadyRSS[key] == 0 {
 		return 0
 	}
@@ -31,13 +35,13 @@ func (r *relistResult) ratio(key string) float64 {
 // and starts the API server again: every watch's resource version is then
 // compacted away, so every informer gets 410 Gone and lists again. The
 // checker runs throughout; the servers' VmHWM is reset just before.
-func runRelist(ctx context.Context, e *env) (*relistResult, error) {
-	res := &relistResult{SteadyRSS: map[string]int64{}, PeakRSS: map[string]int64{}}
+func runRelist(ctx context.Context, e *env) (*RelistResult, error) {
+	res := &RelistResult{SteadyRSS: map[string]int64{}, PeakRSS: map[string]int64{}}
 	before, err := relistCount(e.ours())
 	if err != nil {
 		return nil, err
 	}
-	stopCheck := startCheck(ctx, e.servers, e.checkedNames(), e.cfg.checkRate, true)
+	stopCheck := tracked.StartCheck(ctx, e.servers, e.checkedNames(), e.cfg.CheckRate, true)
 	defer func() {
 		if res.Check == nil {
 			stopCheck()
@@ -45,10 +49,10 @@ func runRelist(ctx context.Context, e *env) (*relistResult, error) {
 	}()
 	time.Sleep(2 * time.Second)
 	for _, s := range e.servers {
-		if res.SteadyRSS[s.key], _, err = s.rss(); err != nil {
+		if res.SteadyRSS[s.Key], _, err = s.RSS(); err != nil {
 			return nil, err
 		}
-		if err := s.resetPeak(); err != nil {
+		if err := s.ResetPeak(); err != nil {
 			return nil, err
 		}
 	}
@@ -72,25 +76,17 @@ func runRelist(ctx context.Context, e *env) (*relistResult, error) {
 	time.Sleep(3 * time.Second) // the stock plugin has no relist counter: give it time too
 	res.Check = stopCheck()
 	for _, s := range e.servers {
-		if _, res.PeakRSS[s.key], err = s.rss(); err != nil {
+		if _, res.PeakRSS[s.Key], err = s.RSS(); err != nil {
 			return res, err
 		}
 	}
-	logf("relist: ours %.2f× steady RSS, stock %.2f×", res.ratio(keyOurs), res.ratio(keyStock))
+	logf("relist: ours %.2f× steady RSS, stock %.2f×", res.ratio(KeyOurs), res.ratio(KeyStock))
 	return res, nil
 }
 
 // relistCount is ours' relists so far, all resources.
-func relistCount(s *server) (float64, error) { return sumMetric(s, "coredns_watchcache_relists_total") }
-
-// sumMetric is the sum of a metric family's samples.
-func sumMetric(s *server, name string) (float64, error) {
-	v, err := s.metric(name)
-	sum := 0.0
-	for _, x := range v {
-		sum += x
-	}
-	return sum, err
+func relistCount(s *server.Server) (float64, error) {
+	return s.SumMetric("coredns_watchcache_relists_total")
 }
 
 // relistedResources is how many resources ours watches (services,
@@ -99,7 +95,7 @@ const relistedResources = 3
 
 // waitRelists waits up to a minute for ours to count a relist of each
 // resource, and returns the seconds since up and the increase seen.
-func waitRelists(ctx context.Context, s *server, before float64, up time.Time) (float64, float64) {
+func waitRelists(ctx context.Context, s *server.Server, before float64, up time.Time) (float64, float64) {
 	var n float64
 	for end := time.Now().Add(time.Minute); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
 		now, err := relistCount(s)

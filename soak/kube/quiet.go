@@ -1,4 +1,4 @@
-package main
+package kube
 
 import (
 	"context"
@@ -7,9 +7,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/schemadns/schemadns/soak/server"
+	"github.com/schemadns/schemadns/soak/tracked"
 )
 
 // The quiet scenario: writers change only an annotation of each headless
@@ -19,8 +21,8 @@ import (
 // and spend on each only the informer's decoding; the figure is CPU per
 // update, for ours and stock.
 
-// quietResult is what the quiet scenario measured.
-type quietResult struct {
+// QuietResult is what the quiet scenario measured.
+type QuietResult struct {
 	Seconds                      float64
 	Writers                      int
 	SliceUpdates, ServiceUpdates int64
@@ -36,19 +38,19 @@ type quietResult struct {
 	SerialBefore, SerialAfter map[string]uint32
 }
 
-func runQuiet(ctx context.Context, e *env) (*quietResult, error) {
+func runQuiet(ctx context.Context, e *env) (*QuietResult, error) {
 	cfg := e.cfg
-	w, err := newWriter(e.cluster.RESTConfig(), (cfg.writers+writersPerConn-1)/writersPerConn)
+	w, err := tracked.NewWriter(e.cluster.RESTConfig(), (cfg.Writers+tracked.WritersPerConn-1)/tracked.WritersPerConn)
 	if err != nil {
 		return nil, err
 	}
-	res := &quietResult{Writers: cfg.writers, Skipped: map[string]float64{}, SerialBefore: map[string]uint32{}, SerialAfter: map[string]uint32{}}
+	res := &QuietResult{Writers: cfg.Writers, Skipped: map[string]float64{}, SerialBefore: map[string]uint32{}, SerialAfter: map[string]uint32{}}
 	skipped0, err := skippedByResource(e.ours())
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range e.servers {
-		if res.SerialBefore[s.key], err = soaSerial(s, "cluster.local."); err != nil {
+		if res.SerialBefore[s.Key], err = s.SOASerial("cluster.local."); err != nil {
 			return nil, err
 		}
 	}
@@ -58,14 +60,14 @@ func runQuiet(ctx context.Context, e *env) (*quietResult, error) {
 	start := time.Now()
 	var slices, svcs, failed atomic.Int64
 	var wg sync.WaitGroup
-	for i := range cfg.writers {
-		cs := w.clients[(i/writersPerConn)%len(w.clients)]
+	for i := range cfg.Writers {
+		cs := w.Clients[(i/tracked.WritersPerConn)%len(w.Clients)]
 		wg.Go(func() {
-			for n := i; writing.Err() == nil; n += cfg.writers {
-				t := e.fix.services[n%len(e.fix.services)]
+			for n := i; writing.Err() == nil; n += cfg.Writers {
+				t := e.fix.Services[n%len(e.fix.Services)]
 				if err := touch(context.WithoutCancel(writing), cs, t, n); err != nil {
 					failed.Add(1)
-				} else if t.headless {
+				} else if t.Headless {
 					slices.Add(1)
 				} else {
 					svcs.Add(1)
@@ -86,7 +88,7 @@ func runQuiet(ctx context.Context, e *env) (*quietResult, error) {
 		res.Skipped[k] = v - skipped0[k]
 	}
 	for _, s := range e.servers {
-		if res.SerialAfter[s.key], err = soaSerial(s, "cluster.local."); err != nil {
+		if res.SerialAfter[s.Key], err = s.SOASerial("cluster.local."); err != nil {
 			return nil, err
 		}
 	}
@@ -96,28 +98,28 @@ func runQuiet(ctx context.Context, e *env) (*quietResult, error) {
 }
 
 // quietDuration is a quarter of the churn's length, at least 5 s.
-func quietDuration(cfg *config) time.Duration { return max(cfg.churnDuration/4, 5*time.Second) }
+func quietDuration(cfg *Config) time.Duration { return max(cfg.ChurnDuration/4, 5*time.Second) }
 
 // touch sets an annotation on t's slice (headless) or Service (ClusterIP)
 // with a merge patch: nothing else of the object changes. A deleted slice
 // (the churn leaves some) is not found, and counted as failed.
-func touch(ctx context.Context, cs kubernetes.Interface, t *tracked, n int) error {
+func touch(ctx context.Context, cs kubernetes.Interface, t *tracked.Service, n int) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"soak.schemadns.test/touched":"%d"}}}`, n)
 	var err error
-	if t.headless {
-		_, err = cs.DiscoveryV1().EndpointSlices(t.ns).Patch(ctx, t.sliceName(), "application/merge-patch+json", patch, metav1.PatchOptions{})
+	if t.Headless {
+		_, err = cs.DiscoveryV1().EndpointSlices(t.NS).Patch(ctx, t.SliceName(), "application/merge-patch+json", patch, metav1.PatchOptions{})
 	} else {
-		_, err = cs.CoreV1().Services(t.ns).Patch(ctx, t.name, "application/merge-patch+json", patch, metav1.PatchOptions{})
+		_, err = cs.CoreV1().Services(t.NS).Patch(ctx, t.Name, "application/merge-patch+json", patch, metav1.PatchOptions{})
 	}
 	return err
 }
 
 // skippedByResource reads ours' skipped-update counters of the two
 // resources the scenario touches.
-func skippedByResource(s *server) (map[string]float64, error) {
+func skippedByResource(s *server.Server) (map[string]float64, error) {
 	out := map[string]float64{}
 	for _, r := range []string{"endpointslices", "services"} {
-		v, err := s.metric("coredns_watchcache_updates_skipped_total", `resource="`+r+`"`)
+		v, err := s.Metric("coredns_watchcache_updates_skipped_total", `resource="`+r+`"`)
 		if err != nil {
 			return nil, err
 		}
@@ -126,19 +128,4 @@ func skippedByResource(s *server) (map[string]float64, error) {
 		}
 	}
 	return out, nil
-}
-
-// soaSerial is the serial of the SOA record s answers for zone.
-func soaSerial(s *server, zone string) (uint32, error) {
-	c := &dns.Client{Timeout: 2 * time.Second}
-	r, _, err := c.Exchange(question(zone, dns.TypeSOA), s.addr())
-	if err != nil {
-		return 0, fmt.Errorf("SOA of %s: %w", s, err)
-	}
-	for _, rr := range r.Answer {
-		if soa, ok := rr.(*dns.SOA); ok {
-			return soa.Serial, nil
-		}
-	}
-	return 0, fmt.Errorf("SOA of %s: no SOA in the answer (%s)", s, dns.RcodeToString[r.Rcode])
 }

@@ -1,4 +1,4 @@
-package main
+package mesos
 
 import (
 	"bytes"
@@ -15,12 +15,12 @@ import (
 )
 
 // The scenarios. Each runs the changes before its fault (e.before), the
-// fault, and ends it with a changed state (e.recover); runMesosScenario
+// fault, and ends it with a changed state (e.recover); runScenario
 // runs the checker, the marker and the gauge's sampling throughout.
 
-// runMesosOutage: the only master goes down (connection refused), then
+// runOutage: the only master goes down (connection refused), then
 // comes back with a changed state.
-func runMesosOutage(ctx context.Context, e *mesosEnv) error {
+func runOutage(ctx context.Context, e *env) error {
 	m := e.masters[0]
 	e.res.WantDown = true
 	if err := e.before(ctx, m); err != nil {
@@ -29,13 +29,13 @@ func runMesosOutage(ctx context.Context, e *mesosEnv) error {
 	if err := m.SetDown(true); err != nil {
 		return err
 	}
-	e.step("%s down (connection refused) for %s", m.Addr(), e.cfg.mesosFault)
-	_ = toolflags.SleepCtx(ctx, e.cfg.mesosFault)
+	e.step("%s down (connection refused) for %s", m.Addr(), e.cfg.Fault)
+	_ = toolflags.SleepCtx(ctx, e.cfg.Fault)
 	return e.recover(ctx, m, "the master back with a changed state", func() error { return m.SetDown(false) })
 }
 
 // outageCriteria: the promises of a fault that leaves no good master.
-func outageCriteria(e *mesosEnv) []criterion { return e.commonCriteria() }
+func outageCriteria(e *env) []criterion { return e.commonCriteria() }
 
 // badPolls is how many polls each bad state is served for.
 const badPolls = 3
@@ -100,15 +100,15 @@ func reshape(good []byte, change func(map[string]json.RawMessage)) []byte {
 
 // leaderBody is the current state as m serves it when leading, as
 // SetStateOf writes it as far as a check of the leader goes.
-func (e *mesosEnv) leaderBody(m *mesosmaster.Master) []byte {
+func (e *env) leaderBody(m *mesosmaster.Master) []byte {
 	own := *e.cluster.st
 	own.Leader, own.PID = m.PID(), m.PID()
 	return mesosstatetest.Marshal(&own)
 }
 
-// runMesosBadState: the master serves each bad state for badPolls polls,
+// runBadState: the master serves each bad state for badPolls polls,
 // then a good, changed state.
-func runMesosBadState(ctx context.Context, e *mesosEnv) error {
+func runBadState(ctx context.Context, e *env) error {
 	m := e.masters[0]
 	e.res.WantDown = true
 	if err := e.before(ctx, m); err != nil {
@@ -127,10 +127,10 @@ func runMesosBadState(ctx context.Context, e *mesosEnv) error {
 	return e.recover(ctx, m, "a good, changed state after the bad ones", nil)
 }
 
-// runMesosSlow: the leader answers slower than state_timeout while the
+// runSlow: the leader answers slower than state_timeout while the
 // other master redirects to it (no master can serve), then the other
 // master is elected and must be followed while the first stays slow.
-func runMesosSlow(ctx context.Context, e *mesosEnv) error {
+func runSlow(ctx context.Context, e *env) error {
 	slow, other := e.masters[0], e.masters[1]
 	e.res.WantDown = true
 	if err := e.before(ctx, slow); err != nil {
@@ -138,8 +138,8 @@ func runMesosSlow(ctx context.Context, e *mesosEnv) error {
 	}
 	delay := slowDelay(e.cfg)
 	slow.SetDelay(delay)
-	e.step("%s (the leader) answers after %s, over the state_timeout; %s redirects to it, for %s", slow.Addr(), delay, other.Addr(), e.cfg.mesosFault)
-	_ = toolflags.SleepCtx(ctx, e.cfg.mesosFault)
+	e.step("%s (the leader) answers after %s, over the state_timeout; %s redirects to it, for %s", slow.Addr(), delay, other.Addr(), e.cfg.Fault)
+	_ = toolflags.SleepCtx(ctx, e.cfg.Fault)
 	e.step("%s elected, with a changed state; %s still slow", other.Addr(), slow.Addr())
 	err := e.recover(ctx, other, "the second master, elected while the first is slow", func() error {
 		other.SetLeader("")
@@ -152,19 +152,19 @@ func runMesosSlow(ctx context.Context, e *mesosEnv) error {
 
 // slowDelay is how long the slow master takes to answer: over the
 // state_timeout.
-func slowDelay(cfg *config) time.Duration { return cfg.mesosStateTimeout + time.Second }
+func slowDelay(cfg *Config) time.Duration { return cfg.StateTimeout + time.Second }
 
-func slowCriteria(e *mesosEnv) []criterion {
+func slowCriteria(e *env) []criterion {
 	return append(e.commonCriteria(), e.pollsCriterion(slowDelay(e.cfg)))
 }
 
-// runMesosFailover: the leader goes down. With the masters list, the
+// runFailover: the leader goes down. With the masters list, the
 // second master answers 503 (no leader) for two polls, then leads with the
 // same tasks and changes. With ZooKeeper, the plugin asks only the leader
 // ZooKeeper names: two refreshes later the second master leads and the
 // first's znode is removed, as its session ends, which the plugin must
 // follow at once.
-func runMesosFailover(ctx context.Context, e *mesosEnv) error {
+func runFailover(ctx context.Context, e *env) error {
 	first, second := e.masters[0], e.masters[1]
 	e.res.WantDown = true
 	if err := e.before(ctx, first); err != nil {
@@ -175,8 +175,8 @@ func runMesosFailover(ctx context.Context, e *mesosEnv) error {
 			return err
 		}
 		e.step("%s (the leader) down, its znode still there", first.Addr())
-		_ = toolflags.SleepCtx(ctx, 2*e.cfg.mesosRefresh)
-		e.step("after %s, %s leads with the same tasks and changes, and %s's znode is removed", 2*e.cfg.mesosRefresh, second.Addr(), first.Addr())
+		_ = toolflags.SleepCtx(ctx, 2*e.cfg.Refresh)
+		e.step("after %s, %s leads with the same tasks and changes, and %s's znode is removed", 2*e.cfg.Refresh, second.Addr(), first.Addr())
 		err := e.recover(ctx, second, "the second master, leading, named by ZooKeeper", func() error {
 			second.SetLeader("")
 			member := e.members[0]
@@ -200,15 +200,15 @@ func runMesosFailover(ctx context.Context, e *mesosEnv) error {
 
 // rejoin brings the first master back as a follower of the second, as a
 // restarted master comes back.
-func (e *mesosEnv) rejoin(first, second *mesosmaster.Master) error {
+func (e *env) rejoin(first, second *mesosmaster.Master) error {
 	first.SetLeader(second.Addr())
 	return first.SetDown(false)
 }
 
-// runMesosZKDown: ZooKeeper is killed while the masters are fine: the
+// runZKDown: ZooKeeper is killed while the masters are fine: the
 // plugin must keep polling the last leader ZooKeeper named and serve the
 // tasks' changes throughout, with no outage; ZooKeeper then comes back.
-func runMesosZKDown(ctx context.Context, e *mesosEnv) error {
+func runZKDown(ctx context.Context, e *env) error {
 	m := e.masters[0]
 	if err := e.before(ctx, m); err != nil {
 		return err
@@ -216,8 +216,8 @@ func runMesosZKDown(ctx context.Context, e *mesosEnv) error {
 	if err := e.zk.Kill(); err != nil {
 		return err
 	}
-	e.step("ZooKeeper killed for %s, the tasks changing on %s (the leader) meanwhile", e.cfg.mesosFault, m.Addr())
-	if err := e.churn(ctx, m, e.cfg.mesosFault); err != nil {
+	e.step("ZooKeeper killed for %s, the tasks changing on %s (the leader) meanwhile", e.cfg.Fault, m.Addr())
+	if err := e.churn(ctx, m, e.cfg.Fault); err != nil {
 		return err
 	}
 	start := time.Now()
@@ -231,7 +231,7 @@ func runMesosZKDown(ctx context.Context, e *mesosEnv) error {
 // zkDownCriteria: no wrong answer, the changes served during the outage
 // as before it, nothing logged about the masters, ZooKeeper's loss and
 // return logged once each.
-func zkDownCriteria(e *mesosEnv) []criterion {
+func zkDownCriteria(e *env) []criterion {
 	r := e.res
 	f := r.FaultChanges
 	return []criterion{e.noWrong(), e.noEarlyOutage(), e.reachable(),
@@ -243,11 +243,11 @@ func zkDownCriteria(e *mesosEnv) []criterion {
 		e.servedAfter(), e.noPanic()}
 }
 
-// runMesosHandover: the leader steps down without going away: both
+// runHandover: the leader steps down without going away: both
 // masters answer 503 (an election) for two polls, then the second leads
 // and the first redirects (307) to it. The plugin asks the first, the last
 // leader, and must follow its redirect.
-func runMesosHandover(ctx context.Context, e *mesosEnv) error {
+func runHandover(ctx context.Context, e *env) error {
 	first, second := e.masters[0], e.masters[1]
 	e.res.WantDown = true
 	if err := e.before(ctx, first); err != nil {
@@ -270,12 +270,12 @@ func runMesosHandover(ctx context.Context, e *mesosEnv) error {
 	return err
 }
 
-func failoverCriteria(e *mesosEnv) []criterion { return append(e.commonCriteria(), e.leaderMoved()) }
+func failoverCriteria(e *env) []criterion { return append(e.commonCriteria(), e.leaderMoved()) }
 
-// runMesosNoAgents: the leader goes down and the second master leads at
+// runNoAgents: the leader goes down and the second master leads at
 // once with a state that lists no agent (they have not registered again)
 // for two polls, then with the agents and their tasks, changed.
-func runMesosNoAgents(ctx context.Context, e *mesosEnv) error {
+func runNoAgents(ctx context.Context, e *env) error {
 	first, second := e.masters[0], e.masters[1]
 	if err := e.before(ctx, first); err != nil {
 		return err
@@ -297,7 +297,7 @@ func runMesosNoAgents(ctx context.Context, e *mesosEnv) error {
 	return err
 }
 
-func noAgentsCriteria(e *mesosEnv) []criterion {
+func noAgentsCriteria(e *env) []criterion {
 	return append(e.commonCriteria(), criterion{
 		What:   "the agentless state held back (2 polls), then the agents served",
 		Result: fmt.Sprintf("%.0f polls held, %d log line", e.res.Held, e.res.Logs["held"]),
@@ -306,8 +306,8 @@ func noAgentsCriteria(e *mesosEnv) []criterion {
 }
 
 // pollResult is the server's count of polls with result.
-func (e *mesosEnv) pollResult(result string) float64 {
-	v, _ := e.srv.metric("coredns_mesosschema_polls_total", `result="`+result+`"`)
+func (e *env) pollResult(result string) float64 {
+	v, _ := e.srv.Metric("coredns_mesosschema_polls_total", `result="`+result+`"`)
 	if len(v) == 0 {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package main
+package tracked
 
 import (
 	"context"
@@ -17,8 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/schemadns/schemadns/soak/observe"
 	"github.com/schemadns/schemadns/test/dnsload"
 	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // Address plan: loaded endpoints, endpoints written later and clusterset
@@ -26,25 +28,35 @@ import (
 var (
 	endpointBase = netip.MustParseAddr("10.64.0.0")  // endpoints as loaded
 	churnBase    = netip.MustParseAddr("10.128.0.0") // endpoints written by the soak
-	importIPBase = netip.MustParseAddr("10.200.0.0") // ServiceImport IPs
+	ImportIPBase = netip.MustParseAddr("10.200.0.0") // ServiceImport IPs
 )
+
+// ServicesPerNS is how many services each namespace holds.
+const ServicesPerNS = 100
 
 const (
-	managedBy     = "soak.schemadns.io"
-	servicesPerNS = 100
-	basePort      = 80
+	managedBy = "soak.schemadns.io"
+	basePort  = 80
 )
 
-// fixture is the loaded data: headless services with one EndpointSlice of
-// cfg.endpoints endpoints each (StatefulSet-style hostnames), ClusterIP
+// Shape is what the fixture holds, and how it is loaded.
+type Shape struct {
+	Headless, ClusterIP int // services of each kind
+	Endpoints           int // endpoints of each service's one slice
+	Imports             int // ClusterSetIP ServiceImports
+	Loaders             int // parallel API requests of the loader
+}
+
+// Fixture is the loaded data: headless services with one EndpointSlice of
+// shape.Endpoints endpoints each (StatefulSet-style hostnames), ClusterIP
 // services with a slice as well, and ClusterSetIP ServiceImports for
 // multicluster. Every service is tracked: the scenarios rewrite them and
 // check the answers.
-type fixture struct {
-	cfg      *config
+type Fixture struct {
+	shape    Shape
 	cs       kubernetes.Interface // protobuf: cheaper for the API server than JSON
 	dyn      dynamic.Interface
-	services []*tracked // headless first, then ClusterIP
+	Services []*Service // headless first, then ClusterIP
 }
 
 // protobufConfig is rc with protobuf bodies and no client-side throttling:
@@ -56,66 +68,60 @@ func protobufConfig(rc *rest.Config) *rest.Config {
 	return pc
 }
 
-func newFixture(cfg *config, c *kubeapi.Cluster) (*fixture, error) {
+// NewFixture makes the services of shape, to be loaded into c.
+func NewFixture(shape Shape, c *kubeapi.Cluster) (*Fixture, error) {
 	cs, err := kubernetes.NewForConfig(protobufConfig(c.RESTConfig()))
 	if err != nil {
 		return nil, fmt.Errorf("clientset: %w", err)
 	}
-	f := &fixture{cfg: cfg, cs: cs, dyn: c.Dynamic()}
-	n := cfg.headless + cfg.clusterIP
+	f := &Fixture{shape: shape, cs: cs, dyn: c.Dynamic()}
+	n := shape.Headless + shape.ClusterIP
 	for i := range n {
-		f.services = append(f.services, newTracked(i, i < cfg.headless, cfg.endpoints))
+		f.Services = append(f.Services, newService(i, i < shape.Headless, shape.Endpoints))
 	}
 	return f, nil
 }
 
-func namespace(i int) string { return fmt.Sprintf("soak-%03d", i/servicesPerNS) }
+func namespace(i int) string { return fmt.Sprintf("soak-%03d", i/ServicesPerNS) }
 
-// nth is base + n.
-func nth(base netip.Addr, n uint32) netip.Addr {
-	b := base.As4()
-	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) + n
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-}
-
-// load creates the namespaces, the services with their slices, then the
+// Load creates the namespaces, the services with their slices, then the
 // imports.
-func (f *fixture) load(ctx context.Context) error {
-	nss := (len(f.services) + servicesPerNS - 1) / servicesPerNS
+func (f *Fixture) Load(ctx context.Context) error {
+	nss := (len(f.Services) + ServicesPerNS - 1) / ServicesPerNS
 	steps := []struct {
 		what string
 		n    int
 		job  func(context.Context, int) error
 	}{
-		{"namespaces", nss, func(ctx context.Context, i int) error { return f.createNamespace(ctx, namespace(i*servicesPerNS)) }},
-		{"services with EndpointSlices", len(f.services), func(ctx context.Context, i int) error { return f.createService(ctx, f.services[i]) }},
-		{"ServiceImports", f.cfg.imports, f.createImport},
+		{"namespaces", nss, func(ctx context.Context, i int) error { return f.createNamespace(ctx, namespace(i*ServicesPerNS)) }},
+		{"services with EndpointSlices", len(f.Services), func(ctx context.Context, i int) error { return f.createService(ctx, f.Services[i]) }},
+		{"ServiceImports", f.shape.Imports, f.createImport},
 	}
 	for _, s := range steps {
 		start := time.Now()
 		if err := f.parallel(ctx, s.n, s.job); err != nil {
 			return fmt.Errorf("load %s: %w", s.what, err)
 		}
-		logf("loaded %d %s in %s", s.n, s.what, time.Since(start).Round(time.Millisecond))
+		toolflags.Logf("loaded %d %s in %s", s.n, s.what, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
 
-// parallel runs job for every i in [0, n) on cfg.Loaders workers, retrying
+// parallel runs job for every i in [0, n) on shape.Loaders workers, retrying
 // each a few times, and returns the first error.
-func (f *fixture) parallel(ctx context.Context, n int, job func(context.Context, int) error) error {
+func (f *Fixture) parallel(ctx context.Context, n int, job func(context.Context, int) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range f.cfg.Loaders {
+	for range f.shape.Loaders {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= n {
 					return
 				}
-				if err := retry(ctx, func() error { return job(ctx, i) }); err != nil {
+				if err := Retry(ctx, func() error { return job(ctx, i) }); err != nil {
 					cancel(err)
 					return
 				}
@@ -126,9 +132,9 @@ func (f *fixture) parallel(ctx context.Context, n int, job func(context.Context,
 	return context.Cause(ctx)
 }
 
-// retry runs fn up to five times, a second apart: a loaded API server
+// Retry runs fn up to five times, a second apart: a loaded API server
 // times out now and then.
-func retry(ctx context.Context, fn func() error) error {
+func Retry(ctx context.Context, fn func() error) error {
 	var err error
 	for range 5 {
 		if err = fn(); err == nil || ctx.Err() != nil {
@@ -139,7 +145,7 @@ func retry(ctx context.Context, fn func() error) error {
 	return err
 }
 
-func (f *fixture) createNamespace(ctx context.Context, ns string) error {
+func (f *Fixture) createNamespace(ctx context.Context, ns string) error {
 	_, err := f.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
@@ -149,26 +155,26 @@ func (f *fixture) createNamespace(ctx context.Context, ns string) error {
 
 // createService creates t's Service and its slice, and keeps the Service
 // as the API server returned it: a later update must carry its cluster IPs.
-func (f *fixture) createService(ctx context.Context, t *tracked) error {
+func (f *Fixture) createService(ctx context.Context, t *Service) error {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: t.name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: t.NS, Name: t.Name},
 		Spec: corev1.ServiceSpec{
 			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: basePort}},
 		},
 	}
-	if t.headless {
+	if t.Headless {
 		svc.Spec.ClusterIP = corev1.ClusterIPNone
 	}
-	svcs := f.cs.CoreV1().Services(t.ns)
+	svcs := f.cs.CoreV1().Services(t.NS)
 	got, err := svcs.Create(ctx, svc, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) { // a retried create that had succeeded
-		got, err = svcs.Get(ctx, t.name, metav1.GetOptions{})
+		got, err = svcs.Get(ctx, t.Name, metav1.GetOptions{})
 	}
 	if err != nil {
 		return err
 	}
-	t.svc = got
-	_, err = f.cs.DiscoveryV1().EndpointSlices(t.ns).Create(ctx, t.slice(), metav1.CreateOptions{})
+	t.Svc = got
+	_, err = f.cs.DiscoveryV1().EndpointSlices(t.NS).Create(ctx, t.slice(), metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -177,14 +183,14 @@ func (f *fixture) createService(ctx context.Context, t *tracked) error {
 
 // createImport creates ClusterSetIP ServiceImport m, in the namespace of
 // the m-th service.
-func (f *fixture) createImport(ctx context.Context, m int) error {
-	ns, name := namespace(m%len(f.services)), fmt.Sprintf("imp-%05d", m)
+func (f *Fixture) createImport(ctx context.Context, m int) error {
+	ns, name := namespace(m%len(f.Services)), fmt.Sprintf("imp-%05d", m)
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport",
 		"metadata": map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{
 			"type":  "ClusterSetIP",
-			"ips":   []any{nth(importIPBase, uint32(m)).String()},
+			"ips":   []any{observe.Nth(ImportIPBase, uint32(m)).String()},
 			"ports": []any{map[string]any{"name": "http", "protocol": "TCP", "port": int64(basePort)}},
 		},
 	}}
@@ -195,8 +201,8 @@ func (f *fixture) createImport(ctx context.Context, m int) error {
 	return nil
 }
 
-// importName is the clusterset.local name of import m.
-func importName(m, services int) string {
+// ImportName is the clusterset.local name of import m.
+func ImportName(m, services int) string {
 	return fmt.Sprintf("imp-%05d.%s.svc.clusterset.local.", m, namespace(m%services))
 }
 

@@ -1,4 +1,4 @@
-package main
+package mesos
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/soak/observe"
+	"github.com/schemadns/schemadns/soak/server"
 	"github.com/schemadns/schemadns/test/dnsload"
 )
 
@@ -36,7 +38,7 @@ type history struct {
 	phase  string
 	pinned int
 	counts map[string]*phaseCount
-	total  checkCount
+	total  observe.Count
 }
 
 // servedState is one good state.
@@ -69,7 +71,7 @@ func newHistory(window time.Duration) *history {
 }
 
 // begin records a new good state whose checked names answer values (see
-// mesosCluster.expect), before any master serves it; it returns its
+// cluster.expect), before any master serves it; it returns its
 // number.
 func (h *history) begin(values map[string]string) int {
 	h.mu.Lock()
@@ -235,7 +237,7 @@ func (h *history) verdict(c *checkedName, r *dns.Msg, v string, ok bool, sent, g
 }
 
 // counted returns the counts so far.
-func (h *history) counted() (checkCount, map[string]phaseCount) {
+func (h *history) counted() (observe.Count, map[string]phaseCount) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	by := map[string]phaseCount{}
@@ -245,10 +247,10 @@ func (h *history) counted() (checkCount, map[string]phaseCount) {
 	return h.total, by
 }
 
-// checkMesos asks s for the checked names, round robin at rate, and
+// check asks s for the checked names, round robin at rate, and
 // judges every answer, until ctx ends.
-func checkMesos(ctx context.Context, s *server, h *history, rate int) {
-	dnsload.RoundRobin(ctx, s.addr(), rate, checkersPerServer, func(q *dnsload.Querier, n int) {
+func check(ctx context.Context, s *server.Server, h *history, rate int) {
+	dnsload.RoundRobin(ctx, s.Addr(), rate, observe.CheckersPerServer, func(q *dnsload.Querier, n int) {
 		c := h.pick(n)
 		sent := time.Now()
 		r, _, err := q.Ask(c.qname, c.qtype)
@@ -284,8 +286,8 @@ func newMarker(name string) *marker {
 }
 
 // follow asks s until ctx ends.
-func (m *marker) follow(ctx context.Context, s *server) {
-	q := dnsload.NewQuerier(s.addr())
+func (m *marker) follow(ctx context.Context, s *server.Server) {
+	q := dnsload.NewQuerier(s.Addr())
 	defer q.Close()
 	t := time.NewTicker(markerEvery)
 	defer t.Stop()

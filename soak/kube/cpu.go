@@ -1,4 +1,4 @@
-package main
+package kube
 
 import (
 	"bufio"
@@ -77,7 +77,7 @@ func newCPUMeter(e *env) *cpuMeter {
 		"soak (writers, checker, probers)": {os.Getpid()},
 	}}
 	for _, s := range e.servers {
-		m.pids[s.key] = []int{s.pid()}
+		m.pids[s.Key] = []int{s.PID()}
 	}
 	m.start = m.read()
 	return m

@@ -1,4 +1,4 @@
-package main
+package apiserver
 
 import (
 	"fmt"
@@ -6,12 +6,12 @@ import (
 	"sync"
 )
 
-// proxy is a TCP proxy on loopback in front of the API server, through
+// Proxy is a TCP proxy on loopback in front of the API server, through
 // which the servers under test reach it, so that the soak can break their
 // connections in ways that stopping the API server does not: reset every
 // connection, or stop forwarding while the connections stay open (a stalled
 // watch: nothing arrives and nothing fails).
-type proxy struct {
+type Proxy struct {
 	ln     net.Listener
 	target string
 
@@ -21,20 +21,20 @@ type proxy struct {
 	resume  chan struct{} // closed when a stall ends
 }
 
-func newProxy(target string) (*proxy, error) {
+func NewProxy(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("proxy listen: %w", err)
 	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
 	go p.accept()
 	return p, nil
 }
 
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-func (p *proxy) close() error { return p.ln.Close() }
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Close() error { return p.ln.Close() }
 
-func (p *proxy) accept() {
+func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
@@ -46,7 +46,7 @@ func (p *proxy) accept() {
 
 // serve dials the API server for one client connection and copies both
 // ways until either side closes.
-func (p *proxy) serve(client net.Conn) {
+func (p *Proxy) serve(client net.Conn) {
 	p.wait()
 	upstream, err := net.Dial("tcp", p.target)
 	if err != nil {
@@ -62,7 +62,7 @@ func (p *proxy) serve(client net.Conn) {
 }
 
 // copy forwards src to dst, holding each chunk back while stalled.
-func (p *proxy) copy(dst, src net.Conn) {
+func (p *Proxy) copy(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -82,7 +82,7 @@ func (p *proxy) copy(dst, src net.Conn) {
 }
 
 // wait blocks while the proxy is stalled.
-func (p *proxy) wait() {
+func (p *Proxy) wait() {
 	p.mu.Lock()
 	ch := p.resume
 	stalled := p.stalled
@@ -92,7 +92,7 @@ func (p *proxy) wait() {
 	}
 }
 
-func (p *proxy) track(cs ...net.Conn) {
+func (p *Proxy) track(cs ...net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range cs {
@@ -100,7 +100,7 @@ func (p *proxy) track(cs ...net.Conn) {
 	}
 }
 
-func (p *proxy) untrack(cs ...net.Conn) {
+func (p *Proxy) untrack(cs ...net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range cs {
@@ -108,9 +108,9 @@ func (p *proxy) untrack(cs ...net.Conn) {
 	}
 }
 
-// stall stops forwarding: connections stay open, bytes stop, new
+// Stall stops forwarding: connections stay open, bytes stop, new
 // connections are accepted and wait.
-func (p *proxy) stall() {
+func (p *Proxy) Stall() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.stalled {
@@ -118,8 +118,8 @@ func (p *proxy) stall() {
 	}
 }
 
-// unstall forwards again what was held back.
-func (p *proxy) unstall() {
+// Unstall forwards again what was held back.
+func (p *Proxy) Unstall() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stalled {
@@ -128,11 +128,11 @@ func (p *proxy) unstall() {
 	}
 }
 
-// reset closes every open connection with a TCP RST (linger 0), as a
+// Reset closes every open connection with a TCP RST (linger 0), as a
 // middlebox or a restarted load balancer would, and returns how many
 // connection pairs it cut. A connection already closing by itself may
 // refuse the linger option: that is no failure of the reset.
-func (p *proxy) reset() int {
+func (p *Proxy) Reset() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for c := range p.conns {

@@ -1,7 +1,14 @@
-package main
+// Package mesos runs the soak's Mesos scenarios: each starts stand-in
+// masters (test/mesosmaster), ZooKeeper for some (test/zookeeper) and a
+// bin/coredns with mesosschema of its own, serves a generated cluster whose
+// tasks change between polls, breaks the masters in a way the plugin
+// promises to survive, and judges every answer against the states served
+// (history). It renders its own part of docs/reliability.md.
+package mesos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -12,12 +19,40 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/soak/observe"
+	"github.com/schemadns/schemadns/soak/report"
+	"github.com/schemadns/schemadns/soak/server"
 	"github.com/schemadns/schemadns/test/dnsload"
 	"github.com/schemadns/schemadns/test/mesosmaster"
 	"github.com/schemadns/schemadns/test/toolflags"
 	"github.com/schemadns/schemadns/test/toolreport"
 	"github.com/schemadns/schemadns/test/zookeeper"
 )
+
+// Config is the command line's part for the Mesos scenarios.
+type Config struct {
+	CoreDNS string // the binary
+	// Tasks are the cluster's running tasks; Fault the length of each
+	// fault; Refresh and StateTimeout the plugin's refresh and
+	// state_timeout.
+	Tasks                        int
+	Fault, Refresh, StateTimeout time.Duration
+	CheckRate                    int // queries/s the checker sends
+}
+
+// Validate checks the values.
+func (cfg *Config) Validate() error {
+	switch {
+	case cfg.Tasks < 100:
+		return errors.New("-mesos-tasks must be at least 100")
+	case cfg.Fault <= 0 || cfg.Refresh < time.Second || cfg.StateTimeout <= 0:
+		return errors.New("-mesos-fault and -mesos-state-timeout must be positive, -mesos-refresh at least 1s")
+	}
+	return nil
+}
+
+// logf prints progress with the time since start.
+var logf = toolflags.Logf
 
 // The Mesos scenarios run bin/coredns with mesosschema against stand-in
 // masters (test/mesosmaster) on 127.0.0.2 and 127.0.0.3, serving a
@@ -32,71 +67,81 @@ const (
 	secondMasterIP = "127.0.0.3"
 )
 
-// mesosScenario is one Mesos scenario: its name for -scenarios, its
+// scenario is one Mesos scenario: its name for -scenarios, its
 // title in the report, the masters it starts, and what it does.
-type mesosScenario struct {
+type scenario struct {
 	name, title string
 	masters     int
 	zk          bool // leader detection through ZooKeeper, not the masters list
 	// attempts is how many fetches of one poll can each take the whole
 	// state_timeout: the staleness allowed is refresh + attempts ×
-	// state_timeout + mesosSlack.
+	// state_timeout + slack.
 	attempts int
-	run      func(context.Context, *mesosEnv) error
+	run      func(context.Context, *env) error
 	// criteria judge the scenario once its observers have stopped.
-	criteria func(*mesosEnv) []criterion
+	criteria func(*env) []criterion
 }
 
-// mesosScenarios are the scenarios, in the order they run.
-var mesosScenarios = []mesosScenario{
-	{name: "mesos-outage", title: "Master outage", masters: 1, attempts: 1, run: runMesosOutage, criteria: outageCriteria},
-	{name: "mesos-badstate", title: "Bad states", masters: 1, attempts: 1, run: runMesosBadState, criteria: outageCriteria},
-	{name: "mesos-slow", title: "Slow master", masters: 2, attempts: 2, run: runMesosSlow, criteria: slowCriteria},
-	{name: "mesos-failover", title: "Failover to the second master", masters: 2, attempts: 1, run: runMesosFailover, criteria: failoverCriteria},
-	{name: "mesos-failover-zk", title: "Failover found through ZooKeeper", masters: 2, zk: true, attempts: 1, run: runMesosFailover, criteria: failoverCriteria},
-	{name: "mesos-zk-down", title: "ZooKeeper down", masters: 1, zk: true, attempts: 1, run: runMesosZKDown, criteria: zkDownCriteria},
-	{name: "mesos-handover", title: "Leader change followed through a redirect", masters: 2, attempts: 1, run: runMesosHandover, criteria: failoverCriteria},
-	{name: "mesos-noagents", title: "New leader without agents", masters: 2, attempts: 1, run: runMesosNoAgents, criteria: noAgentsCriteria},
+// Names are the scenarios' names, in the order they run.
+func Names() []string {
+	var out []string
+	for _, sc := range scenarios {
+		out = append(out, sc.name)
+	}
+	return out
 }
 
-// mesosSlack is the time to decode a state and build its snapshot, and the
+// scenarios are the scenarios, in the order they run.
+var scenarios = []scenario{
+	{name: "mesos-outage", title: "Master outage", masters: 1, attempts: 1, run: runOutage, criteria: outageCriteria},
+	{name: "mesos-badstate", title: "Bad states", masters: 1, attempts: 1, run: runBadState, criteria: outageCriteria},
+	{name: "mesos-slow", title: "Slow master", masters: 2, attempts: 2, run: runSlow, criteria: slowCriteria},
+	{name: "mesos-failover", title: "Failover to the second master", masters: 2, attempts: 1, run: runFailover, criteria: failoverCriteria},
+	{name: "mesos-failover-zk", title: "Failover found through ZooKeeper", masters: 2, zk: true, attempts: 1, run: runFailover, criteria: failoverCriteria},
+	{name: "mesos-zk-down", title: "ZooKeeper down", masters: 1, zk: true, attempts: 1, run: runZKDown, criteria: zkDownCriteria},
+	{name: "mesos-handover", title: "Leader change followed through a redirect", masters: 2, attempts: 1, run: runHandover, criteria: failoverCriteria},
+	{name: "mesos-noagents", title: "New leader without agents", masters: 2, attempts: 1, run: runNoAgents, criteria: noAgentsCriteria},
+}
+
+// slack is the time to decode a state and build its snapshot, and the
 // scheduling delays of a loaded machine, in the staleness allowed.
-const mesosSlack = time.Second
+const slack = time.Second
 
-// mesosResults are the Mesos scenarios' results, with the run they come
+// Results are the Mesos scenarios' results, with the run they come
 // from: a run of the Mesos scenarios alone keeps the Kubernetes results
 // of the page as they were, and the reverse.
-type mesosResults struct {
+type Results struct {
 	Started, Finished     time.Time
 	Command, Note         string
-	Machine               machine
+	Machine               report.Machine
 	Cluster               string
 	Refresh, StateTimeout string
-	Scenarios             []*mesosResult
+	Scenarios             []*Result
 	Durations, Errors     []string
 }
 
-func newMesosResults(cfg *config, args []string) *mesosResults {
-	o := mesosShape(cfg.mesosTasks)
-	return &mesosResults{
-		Started: time.Now(), Command: command(cfg, args), Note: cfg.Note, Machine: readMachine(cfg.CoreDNS),
+// NewResults starts the results of a run of cfg, reproduced with command.
+func NewResults(cfg *Config, command, note string) *Results {
+	o := shape(cfg.Tasks)
+	return &Results{
+		Started: time.Now(), Command: command, Note: note, Machine: report.ReadMachine(cfg.CoreDNS),
 		Cluster: fmt.Sprintf("%d running tasks (%d more in other states) of 1 to %d instances an app in %d frameworks "+
 			"on %d agents (mesosstatetest's BenchShape, scaled; IPv4 agents)",
 			o.Tasks, int(float64(o.Tasks)*o.NotRunning+0.5), o.MaxInstances, o.Frameworks, o.Agents),
-		Refresh: cfg.mesosRefresh.String(), StateTimeout: cfg.mesosStateTimeout.String(),
+		Refresh: cfg.Refresh.String(), StateTimeout: cfg.StateTimeout.String(),
 	}
 }
 
-// runMesos runs the selected Mesos scenarios, each with masters and a
-// server of its own; a failed one does not stop the others.
-func runMesos(ctx context.Context, cfg *config, work string, res *mesosResults) {
-	for i, sc := range mesosScenarios {
-		if !cfg.isSelected(sc.name) {
+// Run runs the Mesos scenarios selected names, each with masters and a
+// server of its own, in work; a failed one does not stop the others.
+func Run(ctx context.Context, cfg *Config, selected func(name string) bool, work string, res *Results) {
+	for i, sc := range scenarios {
+		if !selected(sc.name) {
 			continue
 		}
 		start := time.Now()
 		logf("scenario %s", sc.name)
-		r, err := runMesosScenario(ctx, cfg, work, sc, uint64(i+1))
+		r, err := runScenario(ctx, cfg, work, sc, uint64(i+1))
 		if r != nil {
 			res.Scenarios = append(res.Scenarios, r)
 		}
@@ -112,34 +157,34 @@ func runMesos(ctx context.Context, cfg *config, work string, res *mesosResults) 
 	res.Finished, res.Machine.LoadEnd = time.Now(), toolreport.LoadAverage()
 }
 
-// mesosEnv is one Mesos scenario's world.
-type mesosEnv struct {
-	cfg     *config
-	sc      mesosScenario
-	cluster *mesosCluster
+// env is one Mesos scenario's world.
+type env struct {
+	cfg     *Config
+	sc      scenario
+	cluster *cluster
 	masters []*mesosmaster.Master
 	zk      *zookeeper.Server
 	members []*zookeeper.Master // the masters' znodes, with zk
-	srv     *server
+	srv     *server.Server
 	hist    *history
 	mark    *marker
-	health  *health
+	health  *observe.Health
 	polls   map[string]pollCounters // read as each phase began
 	logAt   int64                   // the size of the server's log as the fault began
 	// pinned is the last state before the fault, ended the state that
 	// ended it (0 until then).
 	pinned, ended int
-	res           *mesosResult
+	res           *Result
 }
 
-// runMesosScenario sets up sc's masters and server, runs it under the
+// runScenario sets up sc's masters and server, runs it under the
 // checker and returns what it saw.
-func runMesosScenario(ctx context.Context, cfg *config, work string, sc mesosScenario, seed uint64) (*mesosResult, error) {
-	window := cfg.mesosRefresh + time.Duration(sc.attempts)*cfg.mesosStateTimeout + mesosSlack
-	e := &mesosEnv{cfg: cfg, sc: sc, cluster: newMesosCluster(cfg.mesosTasks, seed), hist: newHistory(window),
-		health: newHealth(sc.name, "coredns_mesosschema_master_reachable"), polls: map[string]pollCounters{},
-		res: &mesosResult{Name: sc.name, Title: sc.title, WindowSeconds: window.Seconds(), ServeSeconds: -1}}
-	e.health.sizeName = "coredns_mesosschema_names"
+func runScenario(ctx context.Context, cfg *Config, work string, sc scenario, seed uint64) (*Result, error) {
+	window := cfg.Refresh + time.Duration(sc.attempts)*cfg.StateTimeout + slack
+	e := &env{cfg: cfg, sc: sc, cluster: newCluster(cfg.Tasks, seed), hist: newHistory(window),
+		health: observe.NewHealth(sc.name, "coredns_mesosschema_master_reachable"), polls: map[string]pollCounters{},
+		res: &Result{Name: sc.name, Title: sc.title, WindowSeconds: window.Seconds(), ServeSeconds: -1}}
+	e.health.SizeName = "coredns_mesosschema_names"
 	e.mark = newMarker(e.cluster.markerName())
 	defer e.teardown()
 	if err := e.setup(ctx, work); err != nil {
@@ -153,10 +198,10 @@ func runMesosScenario(ctx context.Context, cfg *config, work string, sc mesosSce
 		wg.Wait()
 		return e.res, fmt.Errorf("first state: %w", err)
 	}
-	e.hist.setPhase(phaseBefore)
-	e.readPolls(phaseBefore)
-	wg.Go(func() { e.health.watch(bg, []*server{e.srv}) })
-	wg.Go(func() { checkMesos(bg, e.srv, e.hist, cfg.checkRate) })
+	e.hist.setPhase(observe.PhaseBefore)
+	e.readPolls(observe.PhaseBefore)
+	wg.Go(func() { e.health.Watch(bg, []*server.Server{e.srv}) })
+	wg.Go(func() { check(bg, e.srv, e.hist, cfg.CheckRate) })
 	err := sc.run(ctx, e)
 	e.readPolls("end")
 	stop()
@@ -172,7 +217,7 @@ func runMesosScenario(ctx context.Context, cfg *config, work string, sc mesosSce
 // setup starts the masters (the first leading, with the cluster's first
 // state; the second redirecting to it), ZooKeeper with both registered
 // when the scenario wants it, and the server.
-func (e *mesosEnv) setup(ctx context.Context, work string) error {
+func (e *env) setup(ctx context.Context, work string) error {
 	for i, ip := range []string{firstMasterIP, secondMasterIP}[:e.sc.masters] {
 		opts := mesosmaster.Options{Listen: ip + ":0"}
 		if i > 0 {
@@ -203,16 +248,16 @@ func (e *mesosEnv) setup(ctx context.Context, work string) error {
 		}
 		stanza = "zk " + e.zk.URL("/mesos")
 	}
-	e.res.Stanza = fmt.Sprintf("%s; refresh %s; state_timeout %s", stanza, e.cfg.mesosRefresh, e.cfg.mesosStateTimeout)
-	corefile := func(s *server) string { return mesosCorefile(s, stanza, e.cfg.mesosRefresh, e.cfg.mesosStateTimeout) }
+	e.res.Stanza = fmt.Sprintf("%s; refresh %s; state_timeout %s", stanza, e.cfg.Refresh, e.cfg.StateTimeout)
+	cf := func(s *server.Server) string { return corefile(s, stanza, e.cfg.Refresh, e.cfg.StateTimeout) }
 	var err error
-	e.srv, err = startServer(e.cfg, work, e.sc.name, corefile)
+	e.srv, err = server.Start(e.cfg.CoreDNS, work, e.sc.name, cf)
 	return err
 }
 
 // masterList is the masters stanza's list: the followers first, so that
 // the plugin's first poll follows a redirect (307) to the leader.
-func (e *mesosEnv) masterList() string {
+func (e *env) masterList() string {
 	var addrs []string
 	for _, m := range slices.Backward(e.masters) {
 		addrs = append(addrs, m.Addr())
@@ -224,7 +269,7 @@ func (e *mesosEnv) masterList() string {
 // when change is set), then runs then (which makes the state reachable,
 // when m is down or not leading); the state is recorded as begun before,
 // visible after. It returns the state's number.
-func (e *mesosEnv) publish(m *mesosmaster.Master, change bool, then func() error) (int, error) {
+func (e *env) publish(m *mesosmaster.Master, change bool, then func() error) (int, error) {
 	if change {
 		e.cluster.step()
 	}
@@ -247,29 +292,29 @@ func (e *mesosEnv) publish(m *mesosmaster.Master, change bool, then func() error
 // churn publishes a changed state on m about every refresh for d, as
 // tasks come and go: the interval is drawn between half and one and a
 // half refresh, so that changes fall anywhere between two polls.
-func (e *mesosEnv) churn(ctx context.Context, m *mesosmaster.Master, d time.Duration) error {
+func (e *env) churn(ctx context.Context, m *mesosmaster.Master, d time.Duration) error {
 	for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; {
 		if _, err := e.publish(m, true, nil); err != nil {
 			return err
 		}
-		_ = toolflags.SleepCtx(ctx, e.cfg.mesosRefresh/2+time.Duration(e.cluster.r.Int64N(int64(e.cfg.mesosRefresh))))
+		_ = toolflags.SleepCtx(ctx, e.cfg.Refresh/2+time.Duration(e.cluster.r.Int64N(int64(e.cfg.Refresh))))
 	}
 	return ctx.Err()
 }
 
 // settle waits until the server shows the newest state.
-func (e *mesosEnv) settle(ctx context.Context) error {
+func (e *env) settle(ctx context.Context) error {
 	n, _ := e.hist.last()
 	_, err := e.mark.wait(ctx, n, e.hist.window+10*time.Second)
 	return err
 }
 
 // calm is the length of the phases before and after a fault.
-func (e *mesosEnv) calm() time.Duration { return max(3*time.Second, e.cfg.mesosFault/2) }
+func (e *env) calm() time.Duration { return max(3*time.Second, e.cfg.Fault/2) }
 
 // before runs the changes before a fault, lets the server catch up and
 // starts the fault's phase.
-func (e *mesosEnv) before(ctx context.Context, m *mesosmaster.Master) error {
+func (e *env) before(ctx context.Context, m *mesosmaster.Master) error {
 	if err := e.churn(ctx, m, e.calm()); err != nil {
 		return err
 	}
@@ -277,23 +322,23 @@ func (e *mesosEnv) before(ctx context.Context, m *mesosmaster.Master) error {
 		return err
 	}
 	e.res.LeaderBefore = netip.MustParseAddrPort(m.Addr()).Addr().String()
-	e.res.SerialStart, _ = soaSerial(e.srv, mesosZone)
+	e.res.SerialStart, _ = e.srv.SOASerial(zone)
 	e.logAt = e.logSize()
 	e.pinned, _ = e.hist.last()
-	e.hist.setPhase(phaseDuring)
-	e.readPolls(phaseDuring)
-	e.health.mark(&e.health.faultAt)
+	e.hist.setPhase(observe.PhaseDuring)
+	e.readPolls(observe.PhaseDuring)
+	e.health.FaultBegins()
 	return nil
 }
 
 // recover ends the fault by publishing a changed state on m (then makes
 // it reachable), times its arrival, and runs the changes after.
-func (e *mesosEnv) recover(ctx context.Context, m *mesosmaster.Master, what string, then func() error) error {
-	e.res.SerialEnd, _ = soaSerial(e.srv, mesosZone)
+func (e *env) recover(ctx context.Context, m *mesosmaster.Master, what string, then func() error) error {
+	e.res.SerialEnd, _ = e.srv.SOASerial(zone)
 	n, err := e.publish(m, true, then)
-	e.health.mark(&e.health.endedAt)
-	e.hist.setPhase(phaseAfter)
-	e.readPolls(phaseAfter)
+	e.health.FaultEnds()
+	e.hist.setPhase(observe.PhaseAfter)
+	e.readPolls(observe.PhaseAfter)
 	if err != nil {
 		return err
 	}
@@ -313,16 +358,16 @@ func (e *mesosEnv) recover(ctx context.Context, m *mesosmaster.Master, what stri
 	}
 	e.res.LeaderServed = e.leaderServed()
 	// Give the gauge its chance to come back before the sampling ends.
-	for wait := time.Now().Add(10 * time.Second); e.health.upAt() < 0 && time.Now().Before(wait); time.Sleep(250 * time.Millisecond) {
+	for wait := time.Now().Add(10 * time.Second); e.health.UpAt() < 0 && time.Now().Before(wait); time.Sleep(250 * time.Millisecond) {
 	}
 	return nil
 }
 
 // leaderServed is the address leader.mesos answers.
-func (e *mesosEnv) leaderServed() string {
-	q := dnsload.NewQuerier(e.srv.addr())
+func (e *env) leaderServed() string {
+	q := dnsload.NewQuerier(e.srv.Addr())
 	defer q.Close()
-	r, _, err := q.Ask("leader."+mesosZone, dns.TypeA)
+	r, _, err := q.Ask("leader."+zone, dns.TypeA)
 	if err != nil {
 		return err.Error()
 	}
@@ -331,7 +376,7 @@ func (e *mesosEnv) leaderServed() string {
 }
 
 // step records one step of the fault, as the report lists it.
-func (e *mesosEnv) step(format string, args ...any) {
+func (e *env) step(format string, args ...any) {
 	e.res.Steps = append(e.res.Steps, fmt.Sprintf(format, args...))
 	logf("%s: %s", e.sc.name, e.res.Steps[len(e.res.Steps)-1])
 }
@@ -348,14 +393,14 @@ func waitRequests(ctx context.Context, m *mesosmaster.Master, from, n int, withi
 }
 
 // finish collects what the scenario's observers saw.
-func (e *mesosEnv) finish() {
+func (e *env) finish() {
 	r := e.res
 	r.Check, r.Phases = e.hist.counted()
 	r.States = e.hist.count()
-	r.Ready, r.Gauge, r.GaugeDown, r.GaugeUp = e.health.summary()
-	r.Names, r.GaugeLast = e.health.sizes()
+	r.Ready, r.Gauge, r.GaugeDown, r.GaugeUp = e.health.Summary()
+	r.Names, r.GaugeLast = e.health.Sizes()
 	r.Polls = map[string]pollPhase{}
-	phases := []string{phaseBefore, phaseDuring, phaseAfter, "end"}
+	phases := []string{observe.PhaseBefore, observe.PhaseDuring, observe.PhaseAfter, "end"}
 	for i, ph := range phases[:3] {
 		from, ok1 := e.polls[ph]
 		to, ok2 := e.polls[phases[i+1]]
@@ -368,8 +413,8 @@ func (e *mesosEnv) finish() {
 		r.FaultChanges, r.FaultUnseen = e.changeLatency(e.pinned, e.ended)
 	}
 	if e.srv != nil {
-		r.Panics = e.srv.panics()
-		r.LogsBefore, r.Logs, r.LogLines = mesosLogs(e.srv.logPath, e.logAt)
+		r.Panics = e.srv.Panics()
+		r.LogsBefore, r.Logs, r.LogLines = readLogs(e.srv.LogPath, e.logAt)
 	}
 }
 
@@ -377,7 +422,7 @@ func (e *mesosEnv) finish() {
 // from+1 to to-1) to the server's first answer that shows it, over the
 // states the marker saw; unseen counts the others (a state replaced before
 // a poll fetched it is never shown, rightly).
-func (e *mesosEnv) changeLatency(from, to int) (q quantiles, unseen int) {
+func (e *env) changeLatency(from, to int) (q observe.Quantiles, unseen int) {
 	var d []time.Duration
 	for n := from + 1; n < to; n++ {
 		vis := e.hist.visibleAt(n)
@@ -390,21 +435,21 @@ func (e *mesosEnv) changeLatency(from, to int) (q quantiles, unseen int) {
 			unseen++
 		}
 	}
-	return summarise(d), unseen
+	return observe.Summarise(d), unseen
 }
 
 // alive checks that the server still runs and answers.
-func (e *mesosEnv) alive() error {
+func (e *env) alive() error {
 	if e.srv == nil {
 		return nil
 	}
-	if !e.srv.alive() {
-		return fmt.Errorf("%s has exited; see %s", e.srv, e.srv.logPath)
+	if !e.srv.Alive() {
+		return fmt.Errorf("%s has exited; see %s", e.srv, e.srv.LogPath)
 	}
 	n, _ := e.hist.last()
-	p := liveness{addr: e.srv.addr(), query: question(e.cluster.markerName(), dns.TypeA), check: wantA(nth(markerBase, uint32(n)).String())}
+	p := server.Liveness{Addr: e.srv.Addr(), Query: server.Question(e.cluster.markerName(), dns.TypeA), Check: server.WantA(observe.Nth(markerBase, uint32(n)).String())}
 	for _, network := range []string{"udp", "tcp"} {
-		if err := probe(p, network); err != nil {
+		if err := server.Probe(p, network); err != nil {
 			return fmt.Errorf("%s liveness: %w", e.srv, err)
 		}
 	}
@@ -412,9 +457,9 @@ func (e *mesosEnv) alive() error {
 }
 
 // teardown stops the server, ZooKeeper and the masters.
-func (e *mesosEnv) teardown() {
+func (e *env) teardown() {
 	if e.srv != nil {
-		e.srv.stop()
+		e.srv.Stop()
 	}
 	if e.zk != nil {
 		if err := e.zk.Stop(); err != nil {
@@ -427,7 +472,7 @@ func (e *mesosEnv) teardown() {
 }
 
 // The log lines of mesosschema that the report counts, by kind.
-var mesosLogPatterns = map[string]string{
+var logPatterns = map[string]string{
 	"outage":   "no master gives a good state",
 	"recovery": "gives a good state again",
 	"held":     "lists no agent",
@@ -438,12 +483,12 @@ var mesosLogPatterns = map[string]string{
 // maxLogLines bounds the plugin's log lines the report quotes.
 const maxLogLines = 30
 
-// mesosLogs counts the lines of the server's log about the masters, before
+// readLogs counts the lines of the server's log about the masters, before
 // the byte offset from (the fault's start) and after it, and returns the
 // plugin's lines (each cut to 300 bytes, at most maxLogLines), with the
 // lines that continue them: a poll's failure lists each master's on a
 // line of its own, "master host:port: ...".
-func mesosLogs(path string, from int64) (before, after map[string]int, lines []string) {
+func readLogs(path string, from int64) (before, after map[string]int, lines []string) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, []string{fmt.Sprintf("log unreadable: %v", err)}
@@ -457,7 +502,7 @@ func mesosLogs(path string, from int64) (before, after map[string]int, lines []s
 			counts = before
 		}
 		offset += int64(len(line)) + 1
-		for kind, p := range mesosLogPatterns {
+		for kind, p := range logPatterns {
 			if strings.Contains(line, p) {
 				counts[kind]++
 			}
@@ -475,10 +520,27 @@ func mesosLogs(path string, from int64) (before, after map[string]int, lines []s
 }
 
 // logSize is the size of the server's log now.
-func (e *mesosEnv) logSize() int64 {
-	fi, err := os.Stat(e.srv.logPath)
+func (e *env) logSize() int64 {
+	fi, err := os.Stat(e.srv.LogPath)
 	if err != nil {
 		return 0
 	}
 	return fi.Size()
+}
+
+// corefile runs mesosschema for the zone mesos with stanza's way to the
+// masters (masters or zk), polled every refresh.
+func corefile(s *server.Server, stanza string, refresh, stateTimeout time.Duration) string {
+	return fmt.Sprintf(`.:%d {
+    bind 127.0.0.1
+    ready 127.0.0.1:%d
+    prometheus 127.0.0.1:%d
+    pprof 127.0.0.1:%d
+    mesosschema mesos {
+        %s
+        refresh %s
+        state_timeout %s
+    }
+}
+`, s.Port, s.ReadyPort, s.MetricsPort, s.PprofPort, stanza, refresh, stateTimeout)
 }

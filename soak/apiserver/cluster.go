@@ -1,4 +1,8 @@
-package main
+// Package apiserver starts the soak's etcd and kube-apiserver, with flags
+// that let two cores take the churn's writes, and the TCP proxy in front of
+// it through which the servers under test reach it, which the faults use
+// to reset or stall their connections.
+package apiserver
 
 import (
 	"context"
@@ -28,8 +32,8 @@ var apiServerFlags = []string{
 	"--max-mutating-requests-inflight=2000",
 }
 
-// startCluster starts etcd and kube-apiserver in work/kubeapi.
-func startCluster(ctx context.Context, work string) (*kubeapi.Cluster, error) {
+// Start starts etcd and kube-apiserver in work/kubeapi.
+func Start(ctx context.Context, work string) (*kubeapi.Cluster, error) {
 	c, err := kubeapi.Start(ctx, kubeapi.Options{
 		WorkDir:        filepath.Join(work, "kubeapi"),
 		APIServerFlags: apiServerFlags,
@@ -41,11 +45,11 @@ func startCluster(ctx context.Context, work string) (*kubeapi.Cluster, error) {
 	return c, nil
 }
 
-// proxiedKubeconfig writes a copy of the cluster's kubeconfig whose server
+// ProxiedKubeconfig writes a copy of the cluster's kubeconfig whose server
 // is the fault proxy: the servers under test reach the API server only
 // through it. The serving certificate is for 127.0.0.1, which the proxy's
 // address is too, so TLS goes through untouched.
-func proxiedKubeconfig(c *kubeapi.Cluster, proxyAddr, path string) error {
+func ProxiedKubeconfig(c *kubeapi.Cluster, proxyAddr, path string) error {
 	kc, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("read kubeconfig: %w", err)

@@ -1,4 +1,4 @@
-package main
+package mesos
 
 import (
 	"fmt"
@@ -13,13 +13,14 @@ import (
 
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
+	"github.com/schemadns/schemadns/soak/observe"
 )
 
-// mesosShape is the generated cluster of the Mesos scenarios: the plugin
+// shape is the generated cluster of the Mesos scenarios: the plugin
 // benchmarks' BenchShape at tasks running tasks, with frameworks and
 // agents in the same proportion, and IPv4 agents only (the checker asks A
 // records; a task on an IPv6 agent would answer none).
-func mesosShape(tasks int) mesosstatetest.GenOptions {
+func shape(tasks int) mesosstatetest.GenOptions {
 	o := mesosstatetest.BenchShape
 	o.Tasks = tasks
 	o.Frameworks = max(3, tasks*o.Frameworks/mesosstatetest.BenchShape.Tasks)
@@ -47,7 +48,7 @@ var (
 )
 
 // appKey names an app: a framework (by index) and a task name (or its
-// label, in mesosCluster.checked).
+// label, in cluster.checked).
 type appKey struct {
 	fw   int
 	name string
@@ -57,10 +58,10 @@ type appKey struct {
 // only in what the label drops share their DNS names.
 func labelKey(k appKey) appKey { return appKey{k.fw, mesosstate.TaskLabel(k.name, false)} }
 
-// mesosCluster is the cluster the scenarios serve: a generated state
+// cluster is the cluster the scenarios serve: a generated state
 // whose hot apps lose and gain instances at each step, as a scheduler
 // kills and starts tasks between polls.
-type mesosCluster struct {
+type cluster struct {
 	r  *rand.Rand
 	st *mesosstate.State // the current state, changed in place
 	// templates are a running instance of each hot app, copied for the
@@ -75,12 +76,12 @@ type mesosCluster struct {
 	steps   int
 }
 
-// newMesosCluster generates the state of tasks running tasks and picks
+// newCluster generates the state of tasks running tasks and picks
 // the hot and cold apps.
-func newMesosCluster(tasks int, seed uint64) *mesosCluster {
-	c := &mesosCluster{
+func newCluster(tasks int, seed uint64) *cluster {
+	c := &cluster{
 		r:  rand.New(rand.NewPCG(seed, 0x736f616b)),
-		st: mesosstatetest.Generate(mesosShape(tasks)), templates: map[appKey]mesosstate.Task{},
+		st: mesosstatetest.Generate(shape(tasks)), templates: map[appKey]mesosstate.Task{},
 		checked: map[appKey]bool{}, churn: max(3, tasks/200),
 	}
 	apps := c.apps()
@@ -109,7 +110,7 @@ func newMesosCluster(tasks int, seed uint64) *mesosCluster {
 }
 
 // apps lists the apps with a running task, in the state's order.
-func (c *mesosCluster) apps() []appKey {
+func (c *cluster) apps() []appKey {
 	var out []appKey
 	seen := map[appKey]bool{}
 	for fi := range c.st.Frameworks {
@@ -128,7 +129,7 @@ func (c *mesosCluster) apps() []appKey {
 // them to completed_tasks) and churn started, on random agents with new
 // ports and container addresses; every tenth step one hot app loses all
 // its instances (its names go), to be started again by later steps.
-func (c *mesosCluster) step() {
+func (c *cluster) step() {
 	c.steps++
 	for range c.churn {
 		c.kill(c.hot[c.r.IntN(len(c.hot))])
@@ -144,7 +145,7 @@ func (c *mesosCluster) step() {
 }
 
 // kill removes one running instance of k; false when it has none.
-func (c *mesosCluster) kill(k appKey) bool {
+func (c *cluster) kill(k appKey) bool {
 	f := &c.st.Frameworks[k.fw]
 	var idx []int
 	for i, t := range f.Tasks {
@@ -162,7 +163,7 @@ func (c *mesosCluster) kill(k appKey) bool {
 
 // start adds an instance of k like its template: the same name, ports
 // count, DiscoveryInfo and kind of address, on a random agent.
-func (c *mesosCluster) start(k appKey) {
+func (c *cluster) start(k appKey) {
 	c.started++
 	tmpl := c.templates[k]
 	agent := c.st.Slaves[c.r.IntN(len(c.st.Slaves))]
@@ -172,7 +173,7 @@ func (c *mesosCluster) start(k appKey) {
 		first := 31000 + c.r.IntN(990)
 		t.Resources.Ports = fmt.Sprintf("[%d-%d]", first, first+len(ports)-1)
 	}
-	t.Statuses = runningStatuses(tmpl, nth(startedBase, uint32(c.started)))
+	t.Statuses = runningStatuses(tmpl, observe.Nth(startedBase, uint32(c.started)))
 	c.st.Frameworks[k.fw].Tasks = append(c.st.Frameworks[k.fw].Tasks, t)
 }
 
@@ -195,24 +196,24 @@ func runningStatuses(tmpl mesosstate.Task, addr netip.Addr) []mesosstate.Status 
 }
 
 // setMarker restarts the marker task with the address of good state n.
-func (c *mesosCluster) setMarker(n int) {
+func (c *cluster) setMarker(n int) {
 	f := &c.st.Frameworks[0]
 	f.Tasks = slices.DeleteFunc(f.Tasks, func(t mesosstate.Task) bool { return t.Name == markerApp })
 	now := float64(time.Now().UnixNano()) / 1e9
 	f.Tasks = append(f.Tasks, mesosstate.Task{ID: fmt.Sprintf("%s.%d", markerApp, n), Name: markerApp, FrameworkID: f.ID,
 		SlaveID: c.st.Slaves[0].ID, State: "TASK_RUNNING", Statuses: []mesosstate.Status{{State: "TASK_RUNNING", Timestamp: now,
 			ContainerStatus: &mesosstate.ContainerStatus{NetworkInfos: []mesosstate.NetworkInfo{{Name: "dcos",
-				IPAddresses: []mesosstate.IPAddress{{Protocol: "IPv4", IPAddress: nth(markerBase, uint32(n)).String()}}}}}}}})
+				IPAddresses: []mesosstate.IPAddress{{Protocol: "IPv4", IPAddress: observe.Nth(markerBase, uint32(n)).String()}}}}}}}})
 }
 
 // markerName is the marker's A name in the zone.
-func (c *mesosCluster) markerName() string {
-	return markerApp + "." + mesosstate.FrameworkName(c.st.Frameworks[0].Name, false) + "." + mesosZone
+func (c *cluster) markerName() string {
+	return markerApp + "." + mesosstate.FrameworkName(c.st.Frameworks[0].Name, false) + "." + zone
 }
 
 // agentless is the state a newly elected leader serves before the agents
 // register again: the frameworks, without tasks or agents.
-func (c *mesosCluster) agentless() *mesosstate.State {
+func (c *cluster) agentless() *mesosstate.State {
 	s := &mesosstate.State{Frameworks: slices.Clone(c.st.Frameworks)}
 	for i := range s.Frameworks {
 		s.Frameworks[i].Tasks = nil
@@ -220,8 +221,8 @@ func (c *mesosCluster) agentless() *mesosstate.State {
 	return s
 }
 
-// mesosZone is the zone the scenarios serve.
-const mesosZone = "mesos."
+// zone is the zone the scenarios serve.
+const zone = "mesos."
 
 // expect returns what every checked name answers in the current state
 // served by the leader at leader (an address): by query key (see
@@ -231,13 +232,13 @@ const mesosZone = "mesos."
 // parsers: task and framework labels, instance labels, addresses by the
 // default IP sources, port ranges. Only tasks in TASK_RUNNING on an agent
 // the state lists have records.
-func (c *mesosCluster) expect(leader netip.Addr) map[string]string {
+func (c *cluster) expect(leader netip.Addr) map[string]string {
 	sets := map[string][]string{}
 	add := func(qtype uint16, name string, v ...string) {
 		k := queryKey(name, qtype)
 		sets[k] = append(sets[k], v...)
 	}
-	add(dns.TypeA, "leader."+mesosZone, leader.String())
+	add(dns.TypeA, "leader."+zone, leader.String())
 	agents := map[string]netip.Addr{}
 	for _, s := range c.st.Slaves {
 		if p, err := mesosstate.ParsePID(s.PID); err == nil {
@@ -262,17 +263,17 @@ func (c *mesosCluster) expect(leader netip.Addr) map[string]string {
 			if label = mesosstate.TaskLabel(label, false); label == "" || !c.checked[appKey{fi, label}] {
 				continue
 			}
-			instance := mesosstate.InstanceLabel(label, t.ID, t.SlaveID) + "." + fw + "." + mesosZone
+			instance := mesosstate.InstanceLabel(label, t.ID, t.SlaveID) + "." + fw + "." + zone
 			var ips []string
 			for _, a := range t.IPs(mesosstate.DefaultIPSources, agent) {
 				if a.Is4() {
 					ips = append(ips, a.String())
 				}
 			}
-			add(dns.TypeA, label+"."+fw+"."+mesosZone, ips...)
+			add(dns.TypeA, label+"."+fw+"."+zone, ips...)
 			if t.Name != markerApp {
 				add(dns.TypeA, instance, ips...)
-				add(dns.TypeSRV, "_"+label+"._tcp."+fw+"."+mesosZone, srvValues(t, instance)...)
+				add(dns.TypeSRV, "_"+label+"._tcp."+fw+"."+zone, srvValues(t, instance)...)
 			}
 		}
 	}
@@ -292,7 +293,7 @@ func srvValues(t *mesosstate.Task, instance string) []string {
 	var out []string
 	if t.Discovery == nil || t.Discovery.Name == "" {
 		ports, _ := mesosstate.ParsePorts(t.Resources.Ports)
-		slave := strings.TrimSuffix(instance, mesosZone) + "slave." + mesosZone
+		slave := strings.TrimSuffix(instance, zone) + "slave." + zone
 		for _, p := range ports {
 			out = append(out, srvValue(p, slave))
 		}

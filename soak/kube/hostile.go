@@ -1,4 +1,4 @@
-package main
+package kube
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/soak/server"
 )
 
 // The hostile input: mutated and malformed DNS messages, over UDP and TCP,
@@ -24,8 +26,8 @@ const hostileBatch = 1000
 // searchPathsCode is edns0autopath's default SearchPaths option code.
 const searchPathsCode = 65534
 
-// hostileResult is the outcome for one port.
-type hostileResult struct {
+// HostileResult is the outcome for one port.
+type HostileResult struct {
 	Port          string // which server block
 	Sent, UDP     int
 	TCP, TCPConns int
@@ -43,26 +45,26 @@ type hostileResult struct {
 // target is one port under attack and the probes that show it alive.
 type hostileTarget struct {
 	name   string
-	s      *server
+	s      *server.Server
 	addr   string
-	probes []liveness
+	probes []server.Liveness
 }
 
-func runHostile(ctx context.Context, e *env) ([]*hostileResult, error) {
+func runHostile(ctx context.Context, e *env) ([]*HostileResult, error) {
 	var targets []hostileTarget
 	for _, s := range e.servers {
 		ps := e.probes(s)
-		targets = append(targets, hostileTarget{name: s.key + " cluster.local block", s: s, addr: s.addr(), probes: ps[:1]})
-		if s.key == keyOurs {
-			targets = append(targets, hostileTarget{name: "ours edns0autopath block", s: s, addr: s.apAddr(), probes: ps[1:2]})
+		targets = append(targets, hostileTarget{name: s.Key + " cluster.local block", s: s, addr: s.Addr(), probes: ps[:1]})
+		if s.Key == KeyOurs {
+			targets = append(targets, hostileTarget{name: "ours edns0autopath block", s: s, addr: s.APAddr(), probes: ps[1:2]})
 		}
 	}
-	var out []*hostileResult
+	var out []*HostileResult
 	var failed []string
 	for i, t := range targets {
-		panics := t.s.panics()
+		panics := t.s.Panics()
 		r := e.attack(ctx, t, rand.New(rand.NewPCG(uint64(i), 2009)))
-		r.Panics = t.s.panics() - panics
+		r.Panics = t.s.Panics() - panics
 		out = append(out, r)
 		logf("hostile %s: %d messages at %.0f/s, %d probe failures, %d crashes, %d panics", t.name, r.Sent, r.Rate, r.ProbeFailures, r.Crashes, r.Panics)
 		if r.ProbeFailures+r.Crashes+r.Panics > 0 {
@@ -75,10 +77,10 @@ func runHostile(ctx context.Context, e *env) ([]*hostileResult, error) {
 	return out, ctx.Err()
 }
 
-// attack sends e.cfg.hostile messages to t in batches, three in ten over
+// attack sends e.cfg.Hostile messages to t in batches, three in ten over
 // TCP, and probes after each batch.
-func (e *env) attack(ctx context.Context, t hostileTarget, r *rand.Rand) *hostileResult {
-	res := &hostileResult{Port: t.name, Kinds: map[string]int{}}
+func (e *env) attack(ctx context.Context, t hostileTarget, r *rand.Rand) *HostileResult {
+	res := &HostileResult{Port: t.name, Kinds: map[string]int{}}
 	udp, err := net.Dial("udp", t.addr)
 	if err != nil {
 		res.FirstFailure = err.Error()
@@ -88,18 +90,18 @@ func (e *env) attack(ctx context.Context, t hostileTarget, r *rand.Rand) *hostil
 	var replies atomic.Int64
 	go drain(udp, &replies)
 	start := time.Now()
-	for res.Sent < e.cfg.hostile && ctx.Err() == nil {
-		n := min(hostileBatch, e.cfg.hostile-res.Sent)
+	for res.Sent < e.cfg.Hostile && ctx.Err() == nil {
+		n := min(hostileBatch, e.cfg.Hostile-res.Sent)
 		e.batch(t, r, n, udp, res, &replies)
 		res.Batches++
-		if !t.s.alive() {
+		if !t.s.Alive() {
 			res.Crashes++
-			res.FirstFailure = "the server exited; see " + t.s.logPath
+			res.FirstFailure = "the server exited; see " + t.s.LogPath
 			break
 		}
 		for _, p := range t.probes {
 			for _, network := range []string{"udp", "tcp"} {
-				if err := probe(p, network); err != nil {
+				if err := server.Probe(p, network); err != nil {
 					res.ProbeFailures++
 					if res.FirstFailure == "" {
 						res.FirstFailure = err.Error()
@@ -134,7 +136,7 @@ func drain(c net.Conn, n *atomic.Int64) {
 // batch sends n messages: UDP datagrams one after the other, TCP ones on
 // connections of up to ten messages (a lying length prefix ends its
 // connection), with a few slow writers alongside.
-func (e *env) batch(t hostileTarget, r *rand.Rand, n int, udp net.Conn, res *hostileResult, replies *atomic.Int64) {
+func (e *env) batch(t hostileTarget, r *rand.Rand, n int, udp net.Conn, res *HostileResult, replies *atomic.Int64) {
 	var wg sync.WaitGroup
 	for range 3 {
 		msg, _ := hostileMessage(r)

@@ -1,4 +1,4 @@
-package main
+package tracked
 
 import (
 	"net"
@@ -25,11 +25,11 @@ func answer(name string, addrs []uint32) *dns.Msg {
 // older state after a newer one was shown is a regression, and after the
 // settling only the final state matches; a deletion answers NXDOMAIN.
 func TestJudge(t *testing.T) {
-	tr := newTracked(0, true, 3)
-	v0 := append([]uint32(nil), tr.value()...)
+	tr := newService(0, true, 3)
+	v0 := append([]uint32(nil), tr.Value()...)
 	tr.addrs[0] = 1000
 	tr.register()
-	v1 := append([]uint32(nil), tr.value()...)
+	v1 := append([]uint32(nil), tr.Value()...)
 	tr.deleted = true
 	tr.register()
 	tr.accepted(2)
@@ -40,17 +40,17 @@ func TestJudge(t *testing.T) {
 			t.Errorf("%s: verdict %d (%s), want %d", what, got, why, want)
 		}
 	}
-	check("initial state", answer(tr.qname, v0), time.Now(), false, matches)
-	check("a mix of two writes", answer(tr.qname, []uint32{v0[1], v1[0]}), time.Now(), false, torn)
-	check("first write", answer(tr.qname, v1), time.Now(), false, matches)
-	check("initial state again, asked after", answer(tr.qname, v0), time.Now(), false, regress)
-	nx := answer(tr.qname, nil)
+	check("initial state", answer(tr.QName, v0), time.Now(), false, matches)
+	check("a mix of two writes", answer(tr.QName, []uint32{v0[1], v1[0]}), time.Now(), false, torn)
+	check("first write", answer(tr.QName, v1), time.Now(), false, matches)
+	check("initial state again, asked after", answer(tr.QName, v0), time.Now(), false, regress)
+	nx := answer(tr.QName, nil)
 	nx.Rcode = dns.RcodeNameError
 	check("deletion", nx, time.Now(), false, matches)
-	check("write before the deletion", answer(tr.qname, v1), time.Now(), false, regress)
-	tr.settleHere()
+	check("write before the deletion", answer(tr.QName, v1), time.Now(), false, regress)
+	tr.SettleHere()
 	check("final after the settling", nx, time.Now(), true, matches)
-	servfail := answer(tr.qname, nil)
+	servfail := answer(tr.QName, nil)
 	servfail.Rcode = dns.RcodeServerFailure
 	check("SERVFAIL", servfail, time.Now(), false, torn)
 }

@@ -1,4 +1,4 @@
-package main
+package kube
 
 import (
 	"context"
@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/schemadns/schemadns/soak/observe"
+	"github.com/schemadns/schemadns/soak/server"
 )
 
-// The slow clients: cfg.slowConns TCP connections are held against a
+// The slow clients: cfg.SlowConns TCP connections are held against a
 // server, half idle (connected, nothing sent) and half slow (a query's
 // length prefix, then a byte a second); a connection the server closes is
 // opened again at once. Meanwhile a UDP client asks at a steady rate, and
@@ -24,8 +27,8 @@ const slowPhase = 10 * time.Second
 // slowQPS is the UDP client's rate.
 const slowQPS = 200
 
-// slowResult is one server's outcome.
-type slowResult struct {
+// SlowResult is one server's outcome.
+type SlowResult struct {
 	Conns            int
 	HeldMin, HeldMax int64   // connections open at once, sampled every 100 ms while measuring
 	HeldMean         float64 // their mean: the server closes idle ones after its read timeout, all at once
@@ -37,16 +40,16 @@ type slowResult struct {
 
 // udpLatency is the UDP client's figures over one phase.
 type udpLatency struct {
-	quantiles
+	observe.Quantiles
 	Lost int // queries without an answer within a second
 }
 
-func runSlow(ctx context.Context, e *env) (map[string]*slowResult, error) {
-	out := map[string]*slowResult{}
+func runSlow(ctx context.Context, e *env) (map[string]*SlowResult, error) {
+	out := map[string]*SlowResult{}
 	var errs []error
 	for _, s := range e.servers {
 		r := e.slow(ctx, s)
-		out[s.key] = r
+		out[s.Key] = r
 		logf("slow clients on %s: %d–%d held (mean %.0f); UDP p99 %.2f ms before, %.2f ms during, %d lost", s, r.HeldMin, r.HeldMax, r.HeldMean, r.Before.P99, r.During.P99, r.During.Lost)
 		if r.During.Lost > 0 {
 			errs = append(errs, fmt.Errorf("%s: %d UDP queries unanswered while the connections were held", s, r.During.Lost))
@@ -61,25 +64,25 @@ func runSlow(ctx context.Context, e *env) (map[string]*slowResult, error) {
 	return out, ctx.Err()
 }
 
-func (e *env) slow(ctx context.Context, s *server) *slowResult {
-	res := &slowResult{Conns: e.cfg.slowConns, HeldMin: -1}
-	t := e.fix.services[e.cfg.headless]
-	name := t.name + "." + t.ns + ".svc.cluster.local."
-	res.Before = udpLatencies(ctx, s.addr(), name, slowPhase)
+func (e *env) slow(ctx context.Context, s *server.Server) *SlowResult {
+	res := &SlowResult{Conns: e.cfg.SlowConns, HeldMin: -1}
+	t := e.fix.Services[e.cfg.Headless]
+	name := t.Name + "." + t.NS + ".svc.cluster.local."
+	res.Before = udpLatencies(ctx, s.Addr(), name, slowPhase)
 	hctx, stop := context.WithCancel(ctx)
 	var open atomic.Int64
 	var wg sync.WaitGroup
-	for i := range e.cfg.slowConns {
-		wg.Go(func() { hold(hctx, s.addr(), i%2 == 1, &open, res) })
+	for i := range e.cfg.SlowConns {
+		wg.Go(func() { hold(hctx, s.Addr(), i%2 == 1, &open, res) })
 	}
 	// Let the connections open before measuring.
-	for end := time.Now().Add(10 * time.Second); open.Load() < int64(e.cfg.slowConns) && time.Now().Before(end); {
+	for end := time.Now().Add(10 * time.Second); open.Load() < int64(e.cfg.SlowConns) && time.Now().Before(end); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	sctx, stopSampling := context.WithCancel(ctx)
 	var swg sync.WaitGroup
 	swg.Go(func() { sampleOpen(sctx, &open, res) })
-	res.During = udpLatencies(ctx, s.addr(), name, slowPhase)
+	res.During = udpLatencies(ctx, s.Addr(), name, slowPhase)
 	stopSampling()
 	swg.Wait()
 	stop()
@@ -88,7 +91,7 @@ func (e *env) slow(ctx context.Context, s *server) *slowResult {
 }
 
 // sampleOpen records the fewest and most connections open, every 100 ms.
-func sampleOpen(ctx context.Context, open *atomic.Int64, res *slowResult) {
+func sampleOpen(ctx context.Context, open *atomic.Int64, res *SlowResult) {
 	for ctx.Err() == nil {
 		n := open.Load()
 		if res.HeldMin < 0 || n < res.HeldMin {
@@ -105,8 +108,8 @@ func sampleOpen(ctx context.Context, open *atomic.Int64, res *slowResult) {
 // hold keeps one connection open until ctx ends, opening it again when
 // the server closes it; a slow one sends a length prefix and then one byte
 // of a query a second.
-func hold(ctx context.Context, addr string, slow bool, open *atomic.Int64, res *slowResult) {
-	msg := packed(question("slow.soak.svc.cluster.local.", dns.TypeA))
+func hold(ctx context.Context, addr string, slow bool, open *atomic.Int64, res *SlowResult) {
+	msg := packed(server.Question("slow.soak.svc.cluster.local.", dns.TypeA))
 	b := binary.BigEndian.AppendUint16(nil, uint16(len(msg)))
 	b = append(b, msg...)
 	for first := true; ctx.Err() == nil; first = false {
@@ -166,7 +169,7 @@ func udpLatencies(ctx context.Context, addr, name string, d time.Duration) udpLa
 	tick := time.NewTicker(time.Second / slowQPS)
 	defer tick.Stop()
 	for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; <-tick.C {
-		m := question(name, dns.TypeA)
+		m := server.Question(name, dns.TypeA)
 		start := time.Now()
 		if _, _, err := c.Exchange(m, addr); err != nil {
 			out.Lost++
@@ -174,6 +177,6 @@ func udpLatencies(ctx context.Context, addr, name string, d time.Duration) udpLa
 		}
 		rtts = append(rtts, time.Since(start))
 	}
-	out.quantiles = summarise(rtts)
+	out.Quantiles = observe.Summarise(rtts)
 	return out
 }

@@ -1,10 +1,13 @@
-package main
+package kube
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/schemadns/schemadns/soak/observe"
+	"github.com/schemadns/schemadns/soak/report"
+	"github.com/schemadns/schemadns/soak/tracked"
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
@@ -15,85 +18,85 @@ const (
 	targetHostile     = 50000
 )
 
-func (res *results) churnOK() bool {
+func (res *Results) churnOK() bool {
 	c := res.Churn
 	if c == nil {
 		return false
 	}
-	return c.Check[keyOurs].wrong() == 0 && c.StaleAfter1s[keyOurs] == 0 && c.Check[keyOurs].Answers > 0
+	return c.Check[KeyOurs].Wrong() == 0 && c.StaleAfter1s[KeyOurs] == 0 && c.Check[KeyOurs].Answers > 0
 }
 
-func (res *results) relistOK() bool {
+func (res *Results) relistOK() bool {
 	r := res.Relist
 	if r == nil || r.Check == nil {
 		return false
 	}
-	return r.ratio(keyOurs) <= targetRelistRatio && r.Check[keyOurs].wrong() == 0 && r.RecoveryFailed[keyOurs] == 0
+	return r.ratio(KeyOurs) <= targetRelistRatio && r.Check[KeyOurs].Wrong() == 0 && r.RecoveryFailed[KeyOurs] == 0
 }
 
-func (f *faultResult) ok() bool {
-	return f.Check[keyOurs].wrong() == 0 && f.Check[keyOurs].Answers > 0 && f.RecoveryFailed[keyOurs] == 0 &&
+func (f *FaultResult) ok() bool {
+	return f.Check[KeyOurs].Wrong() == 0 && f.Check[KeyOurs].Answers > 0 && f.RecoveryFailed[KeyOurs] == 0 &&
 		f.Recovery != nil && f.gaugeTold()
 }
 
 // gaugeTold: the gauge fell to 0 during a fault that cuts the API server
 // off, and was 1 again after every fault.
-func (f *faultResult) gaugeTold() bool { return (f.GaugeDown >= 0 || !f.WantDown) && f.GaugeUp >= 0 }
+func (f *FaultResult) gaugeTold() bool { return (f.GaugeDown >= 0 || !f.WantDown) && f.GaugeUp >= 0 }
 
-func (h *hostileResult) ok() bool {
+func (h *HostileResult) ok() bool {
 	return h.Crashes == 0 && h.ProbeFailures == 0 && h.Panics == 0 && h.Sent >= targetHostile
 }
 
-func (res *results) faultsOK() bool {
-	return len(res.Faults) == len(faults) && !slices.ContainsFunc(res.Faults, func(f *faultResult) bool { return !f.ok() })
+func (res *Results) faultsOK() bool {
+	return len(res.Faults) == len(faults) && !slices.ContainsFunc(res.Faults, func(f *FaultResult) bool { return !f.ok() })
 }
 
-func (res *results) hostileOK() bool {
-	return len(res.Hostile) > 0 && !slices.ContainsFunc(res.Hostile, func(h *hostileResult) bool { return !h.ok() })
+func (res *Results) hostileOK() bool {
+	return len(res.Hostile) > 0 && !slices.ContainsFunc(res.Hostile, func(h *HostileResult) bool { return !h.ok() })
 }
 
-func (res *results) slowOK() bool {
-	s := res.Slow[keyOurs]
+func (res *Results) slowOK() bool {
+	s := res.Slow[KeyOurs]
 	return s != nil && s.During.Lost == 0 && s.HeldMean >= float64(s.Conns)*0.9
 }
 
-func (r *report) summary() {
+func (r *page) summary() {
 	res := r.res
 	r.Heading(2, "Summary (ours)")
 	all := res.churnOK() && res.Churn.Rate >= targetRate && res.relistOK() && res.faultsOK() && res.hostileOK() && res.slowOK()
-	r.Para("Every scenario passed: %s.", yesNo(all))
-	t := table("scenario", "criterion", "result")
+	r.Para("Every scenario passed: %s.", report.YesNo(all))
+	t := report.Table("scenario", "criterion", "result")
 	if c := res.Churn; c != nil {
 		t.Row("churn", fmt.Sprintf("≥ %d writes/s for ≥ 60 s", targetRate),
-			fmt.Sprintf("%s: %.0f writes/s for %.0f s", passFail(c.Rate >= targetRate && c.Seconds >= 60), c.Rate, c.Seconds))
+			fmt.Sprintf("%s: %.0f writes/s for %.0f s", report.PassFail(c.Rate >= targetRate && c.Seconds >= 60), c.Rate, c.Seconds))
 		t.Row("churn", "0 wrong answers, 0 stale 1 s after the writers stop", fmt.Sprintf("%s: %d wrong of %d, %d stale",
-			passFail(res.churnOK()), c.Check[keyOurs].wrong(), c.Check[keyOurs].Answers, c.StaleAfter1s[keyOurs]))
+			report.PassFail(res.churnOK()), c.Check[KeyOurs].Wrong(), c.Check[KeyOurs].Answers, c.StaleAfter1s[KeyOurs]))
 	}
 	if rl := res.Relist; rl != nil {
 		t.Row("forced relist", fmt.Sprintf("RSS peak ≤ %.1f× steady, answers right, changes seen", targetRelistRatio),
-			fmt.Sprintf("%s: %.2f× (stock %.2f×), %d wrong, %d changes unseen", passFail(res.relistOK()),
-				rl.ratio(keyOurs), rl.ratio(keyStock), rl.Check[keyOurs].wrong(), rl.RecoveryFailed[keyOurs]))
+			fmt.Sprintf("%s: %.2f× (stock %.2f×), %d wrong, %d changes unseen", report.PassFail(res.relistOK()),
+				rl.ratio(KeyOurs), rl.ratio(KeyStock), rl.Check[KeyOurs].Wrong(), rl.RecoveryFailed[KeyOurs]))
 	}
 	for _, f := range res.Faults {
-		c := f.Check[keyOurs]
+		c := f.Check[KeyOurs]
 		gauge := "gauge 1 after"
 		if f.WantDown {
 			gauge = "gauge 0 during, 1 after"
 		}
 		t.Row("API server "+f.Name, fmt.Sprintf("last good answers, no SERVFAIL, %s, recovery without restart", gauge),
 			fmt.Sprintf("%s: %d wrong (%d SERVFAIL) of %d, gauge to 0 after %s and 1 %s after the end, "+
-				"changes served %.1f s after the end", passFail(f.ok()), c.wrong(), c.ServFail, c.Answers,
-				secs(f.GaugeDown), secs(f.GaugeUp), f.Recovery[keyOurs]))
+				"changes served %.1f s after the end", report.PassFail(f.ok()), c.Wrong(), c.ServFail, c.Answers,
+				report.Secs(f.GaugeDown), report.Secs(f.GaugeUp), f.Recovery[KeyOurs]))
 	}
 	for _, h := range res.Hostile {
 		t.Row("hostile input, "+h.Port, fmt.Sprintf("≥ %d messages, 0 crashes, probe right after every batch", targetHostile),
 			fmt.Sprintf("%s: %d messages, %d crashes, %d panics, %d probe failures, %.0f/s",
-				passFail(h.ok()), h.Sent, h.Crashes, h.Panics, h.ProbeFailures, h.Rate))
+				report.PassFail(h.ok()), h.Sent, h.Crashes, h.Panics, h.ProbeFailures, h.Rate))
 	}
-	if s := res.Slow[keyOurs]; s != nil {
+	if s := res.Slow[KeyOurs]; s != nil {
 		t.Row("slow TCP clients", fmt.Sprintf("%d held (on average ≥ 90%%), UDP still answered", s.Conns),
 			fmt.Sprintf("%s: %.0f held on average (%d–%d), UDP p99 %.2f ms (%.2f ms before), %d lost",
-				passFail(res.slowOK()), s.HeldMean, s.HeldMin, s.HeldMax, s.During.P99, s.Before.P99, s.During.Lost))
+				report.PassFail(res.slowOK()), s.HeldMean, s.HeldMin, s.HeldMax, s.During.P99, s.Before.P99, s.During.Lost))
 	}
 	r.Table(t)
 	if c := res.Churn; c != nil && c.Rate < targetRate {
@@ -105,33 +108,16 @@ func (r *report) summary() {
 	}
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "**no**"
-}
-
-func secs(s float64) string {
-	if s < 0 {
-		return "never"
-	}
-	return fmt.Sprintf("%.1f s", s)
-}
-
-// mib is bytes in MiB, with the unit.
-func mib(b int64) string { return toolreport.MiB(b) + " MiB" }
-
 // oursStock is a table of rows that each give a figure of ours and of
 // stock.
 type oursStock struct{ *toolreport.Table }
 
-func newOursStock() oursStock { return oursStock{table("", "ours", "stock")} }
+func newOursStock() oursStock { return oursStock{report.Table("", "ours", "stock")} }
 
 // row adds the figure f gives for each server.
-func (t oursStock) row(name string, f func(key string) string) { t.Row(name, f(keyOurs), f(keyStock)) }
+func (t oursStock) row(name string, f func(key string) string) { t.Row(name, f(KeyOurs), f(KeyStock)) }
 
-func (r *report) churn() {
+func (r *page) churn() {
 	c := r.res.Churn
 	if c == nil {
 		return
@@ -140,7 +126,7 @@ func (r *report) churn() {
 	r.Line("%d client-go writers (protobuf, %d HTTP/2 connections) rewrite the services as fast as the API server "+
 		"accepts them for %.0f s: a headless service's EndpointSlice gets one address replaced, or (one write in "+
 		"%d) is deleted, and created again by its next write; a ClusterIP service gets a new port. Every state is "+
-		"registered before its request leaves.", c.Writers, c.Conns, c.Seconds, deleteEvery)
+		"registered before its request leaves.", c.Writers, c.Conns, c.Seconds, tracked.DeleteEvery)
 	r.Line("A checker asks each server for every name over UDP (A for headless, SRV for ClusterIP), round robin " +
 		"at the check rate, and judges each answer: it must be a state written for that name (never a mix of two " +
 		"writes, never SERVFAIL), and not older than a state that server had already shown before the query left " +
@@ -156,7 +142,7 @@ func (r *report) churn() {
 	t := newOursStock()
 	t.row("answers checked", func(k string) string { return fmt.Sprint(c.Check[k].Answers) })
 	t.row("wrong answers (torn / older than seen)", func(k string) string {
-		return fmt.Sprintf("%d (%d / %d)", c.Check[k].wrong(), c.Check[k].Torn, c.Check[k].Regress)
+		return fmt.Sprintf("%d (%d / %d)", c.Check[k].Wrong(), c.Check[k].Torn, c.Check[k].Regress)
 	})
 	t.row("queries unanswered (timeouts)", func(k string) string { return fmt.Sprint(c.Check[k].Errors) })
 	t.row("stale 1 s after the writers stopped", func(k string) string { return fmt.Sprint(c.StaleAfter1s[k]) })
@@ -171,7 +157,7 @@ func (r *report) churn() {
 		q := c.LatencyAfterReply[k]
 		return fmt.Sprintf("%.1f / %.1f / %.1f ms", q.P50, q.P99, q.Max)
 	})
-	t.row("RSS before → peak during the churn", func(k string) string { return mib(c.SteadyRSS[k]) + " → " + mib(c.PeakRSS[k]) })
+	t.row("RSS before → peak during the churn", func(k string) string { return report.MiB(c.SteadyRSS[k]) + " → " + report.MiB(c.PeakRSS[k]) })
 	r.Table(t.Table)
 	r.examples(c.Check)
 	r.cpu(c)
@@ -179,7 +165,7 @@ func (r *report) churn() {
 
 // cpu says where the machine's CPU time went while the writers ran: the
 // write rate is bounded by the API server's share of two cores.
-func (r *report) cpu(c *churnResult) {
+func (r *page) cpu(c *ChurnResult) {
 	if len(c.CPU) == 0 {
 		return
 	}
@@ -195,7 +181,7 @@ func (r *report) cpu(c *churnResult) {
 	}
 	slices.Sort(names)
 	r.Para("Where the CPU went while the writers ran (%.0f s × %d CPUs = %.0f CPU-seconds):", c.Seconds, cpus, capacity)
-	t := table("process", "CPU-seconds", "share of the machine", "per 1,000 writes")
+	t := report.Table("process", "CPU-seconds", "share of the machine", "per 1,000 writes")
 	writes := c.Rate * c.Seconds / 1000
 	for _, k := range names {
 		t.Row(k, fmt.Sprintf("%.1f", c.CPU[k]), toolreport.Percent(c.CPU[k]/capacity), fmt.Sprintf("%.2f s", c.CPU[k]/writes))
@@ -218,15 +204,15 @@ func (r *report) cpu(c *churnResult) {
 }
 
 // examples lists the first wrong answers of each server, if any.
-func (r *report) examples(by map[string]checkCount) {
-	for _, k := range []string{keyOurs, keyStock} {
+func (r *page) examples(by map[string]observe.Count) {
+	for _, k := range []string{KeyOurs, KeyStock} {
 		if ex := by[k].Examples; len(ex) > 0 {
 			r.Para("First wrong answers of %s: %s.", k, strings.Join(ex, "; "))
 		}
 	}
 }
 
-func (r *report) quiet() {
+func (r *page) quiet() {
 	q := r.res.Quiet
 	if q == nil {
 		return
@@ -254,7 +240,7 @@ func (r *report) quiet() {
 	r.Table(t.Table)
 }
 
-func (r *report) relist() {
+func (r *page) relist() {
 	rl := r.res.Relist
 	if rl == nil {
 		return
@@ -267,11 +253,11 @@ func (r *report) relist() {
 		"must be served. Peak RSS is VmHWM, reset just before the outage.", rl.Revision, rl.DownSeconds, recoveryNames)
 	t := newOursStock()
 	t.row("RSS steady → peak", func(k string) string {
-		return fmt.Sprintf("%s → %s (%.2f×)", mib(rl.SteadyRSS[k]), mib(rl.PeakRSS[k]), rl.ratio(k))
+		return fmt.Sprintf("%s → %s (%.2f×)", report.MiB(rl.SteadyRSS[k]), report.MiB(rl.PeakRSS[k]), rl.ratio(k))
 	})
 	t.row("answers checked / wrong / SERVFAIL / unanswered", func(k string) string {
 		c := rl.Check[k]
-		return fmt.Sprintf("%d / %d / %d / %d", c.Answers, c.wrong(), c.ServFail, c.Errors)
+		return fmt.Sprintf("%d / %d / %d / %d", c.Answers, c.Wrong(), c.ServFail, c.Errors)
 	})
 	t.row("changes after the restart served within", func(k string) string {
 		return fmt.Sprintf("%.1f s (%d never)", rl.Recovery[k], rl.RecoveryFailed[k])
@@ -282,7 +268,7 @@ func (r *report) relist() {
 	r.examples(rl.Check)
 }
 
-func (r *report) faults() {
+func (r *page) faults() {
 	if len(r.res.Faults) == 0 {
 		return
 	}
@@ -296,19 +282,19 @@ func (r *report) faults() {
 		"and ours' connection gauge (`coredns_watchcache_api_reachable`, lowest over the resources) are sampled "+
 		"every 250 ms. When the fault ends, %d services are written and must be served, without any restart of "+
 		"the DNS servers.", recoveryNames)
-	t := table("fault", "server", "answers / wrong / SERVFAIL / unanswered", "ready samples before, during, after",
+	t := report.Table("fault", "server", "answers / wrong / SERVFAIL / unanswered", "ready samples before, during, after",
 		"gauge (lowest) before, during, after", "changes served after the end")
 	for _, f := range r.res.Faults {
-		for _, k := range []string{keyOurs, keyStock} {
+		for _, k := range []string{KeyOurs, KeyStock} {
 			c := f.Check[k]
 			gauge := "(none)"
-			if k == keyOurs {
+			if k == KeyOurs {
 				gauge = fmt.Sprintf("%g, %g, %g (0 after %s, 1 again %s after the end)",
-					f.Gauge[phaseBefore], f.Gauge[phaseDuring], f.Gauge[phaseAfter], secs(f.GaugeDown), secs(f.GaugeUp))
+					f.Gauge[observe.PhaseBefore], f.Gauge[observe.PhaseDuring], f.Gauge[observe.PhaseAfter], report.Secs(f.GaugeDown), report.Secs(f.GaugeUp))
 			}
 			rd := f.Ready[k]
-			t.Row(f.Name+": "+f.What+noteOf(f.Note), k, fmt.Sprintf("%d / %d / %d / %d", c.Answers, c.wrong(), c.ServFail, c.Errors),
-				rd[phaseBefore]+", "+rd[phaseDuring]+", "+rd[phaseAfter], gauge,
+			t.Row(f.Name+": "+f.What+noteOf(f.Note), k, fmt.Sprintf("%d / %d / %d / %d", c.Answers, c.Wrong(), c.ServFail, c.Errors),
+				rd[observe.PhaseBefore]+", "+rd[observe.PhaseDuring]+", "+rd[observe.PhaseAfter], gauge,
 				fmt.Sprintf("%.1f s (%d never)", f.Recovery[k], f.RecoveryFailed[k]))
 		}
 	}
@@ -330,7 +316,7 @@ func noteOf(s string) string {
 	return " (" + s + ")"
 }
 
-func (r *report) hostile() {
+func (r *page) hostile() {
 	if len(r.res.Hostile) == 0 {
 		return
 	}
@@ -341,7 +327,7 @@ func (r *report) hostile() {
 		"several to a connection with their length prefixes; one connection in four ends with a lying prefix "+
 		"(longer than what follows, shorter, or zero); three slow writers per batch send a query a byte every "+
 		"20 ms and leave. A crash is the process exiting; panics are those CoreDNS recovered and logged.", hostileBatch)
-	t := table("port", "messages (UDP / TCP on connections)", "replies read", "crashes", "panics",
+	t := report.Table("port", "messages (UDP / TCP on connections)", "replies read", "crashes", "panics",
 		"batches with a failed probe", "rate")
 	kinds := map[string]int{}
 	var failures []string
@@ -363,7 +349,7 @@ func (r *report) hostile() {
 	r.Para("Messages by kind, all ports: %s.", toolreport.Pairs(kinds, "%s %d"))
 }
 
-func (r *report) slow() {
+func (r *page) slow() {
 	if len(r.res.Slow) == 0 {
 		return
 	}
@@ -372,9 +358,9 @@ func (r *report) slow() {
 		"second; a connection the server closes (CoreDNS's TCP read timeout) is opened again at once. A UDP "+
 		"client asks a ClusterIP service's A record %d times a second for %s before the connections and again "+
 		"while they are held.", slowQPS, slowPhase)
-	t := table("server", "connections", "held at once: mean (min–max)", "reopened after the server closed them",
+	t := report.Table("server", "connections", "held at once: mean (min–max)", "reopened after the server closed them",
 		"UDP p50 / p99 / max before", "while held", "UDP lost while held")
-	for _, k := range []string{keyOurs, keyStock} {
+	for _, k := range []string{KeyOurs, KeyStock} {
 		s := r.res.Slow[k]
 		if s == nil {
 			continue

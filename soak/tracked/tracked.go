@@ -1,4 +1,9 @@
-package main
+// Package tracked holds the Kubernetes services the soak rewrites and
+// checks: each one's states as written (Service), the fixture that loads
+// them into the API server, the Writer that changes them through it, and
+// the checker that asks the servers for them and judges every answer
+// against the states written.
+package tracked
 
 import (
 	"fmt"
@@ -11,22 +16,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/schemadns/schemadns/soak/observe"
 	"github.com/schemadns/schemadns/test/dnsload"
 )
 
-// tracked is one service the soak rewrites and checks: a headless service
+// Service is one service the soak rewrites and checks: a headless service
 // by the A records of its name (its slice's addresses, or none while the
 // slice is deleted), a ClusterIP service by the port of its SRV record
 // (its Service's port). Every state written is registered before the write
 // is sent, so no server can show a state the checker does not know.
-type tracked struct {
-	ns, name string
-	headless bool
-	qname    string
-	qtype    uint16
+type Service struct {
+	NS, Name string
+	Headless bool
+	QName    string // the name checked
+	QType    uint16
 
 	// Owned by the one goroutine that writes the service.
-	svc     *corev1.Service // as the API server returned it (cluster IPs)
+	Svc     *corev1.Service // as the API server returned it (cluster IPs)
 	addrs   []uint32        // the slice's addresses as last written
 	hosts   []string        // StatefulSet-style hostnames, headless only
 	port    int32           // the Service's port as last written
@@ -50,31 +56,31 @@ type seen struct {
 	at  time.Time
 }
 
-func newTracked(i int, headless bool, endpoints int) *tracked {
-	t := &tracked{ns: namespace(i), headless: headless, port: basePort,
+func newService(i int, headless bool, endpoints int) *Service {
+	t := &Service{NS: namespace(i), Headless: headless, port: basePort,
 		states: map[uint64][]int{}, seen: map[string]*seen{}}
 	if headless {
-		t.name = fmt.Sprintf("hl-%05d", i)
-		t.qname, t.qtype = t.name+"."+t.ns+".svc.cluster.local.", dns.TypeA
+		t.Name = fmt.Sprintf("hl-%05d", i)
+		t.QName, t.QType = t.Name+"."+t.NS+".svc.cluster.local.", dns.TypeA
 		for j := range endpoints {
-			t.addrs = append(t.addrs, dnsload.AddrNum(nth(endpointBase, uint32(i*endpoints+j))))
-			t.hosts = append(t.hosts, fmt.Sprintf("%s-%d", t.name, j))
+			t.addrs = append(t.addrs, dnsload.AddrNum(observe.Nth(endpointBase, uint32(i*endpoints+j))))
+			t.hosts = append(t.hosts, fmt.Sprintf("%s-%d", t.Name, j))
 		}
 	} else {
-		t.name = fmt.Sprintf("svc-%05d", i)
-		t.qname, t.qtype = "_http._tcp."+t.name+"."+t.ns+".svc.cluster.local.", dns.TypeSRV
+		t.Name = fmt.Sprintf("svc-%05d", i)
+		t.QName, t.QType = "_http._tcp."+t.Name+"."+t.NS+".svc.cluster.local.", dns.TypeSRV
 		for j := range endpoints {
-			t.addrs = append(t.addrs, dnsload.AddrNum(nth(endpointBase, uint32(i*endpoints+j))))
+			t.addrs = append(t.addrs, dnsload.AddrNum(observe.Nth(endpointBase, uint32(i*endpoints+j))))
 		}
 	}
-	t.states[dnsload.SetHash(t.value())] = []int{0}
+	t.states[dnsload.SetHash(t.Value())] = []int{0}
 	return t
 }
 
-// value is what the answer must hold in the state last written.
-func (t *tracked) value() []uint32 {
+// Value is what the answer must hold in the state last written.
+func (t *Service) Value() []uint32 {
 	switch {
-	case !t.headless:
+	case !t.Headless:
 		return []uint32{uint32(t.port)}
 	case t.deleted:
 		return nil
@@ -82,21 +88,21 @@ func (t *tracked) value() []uint32 {
 	return t.addrs
 }
 
-// sliceName is the one EndpointSlice of the service.
-func (t *tracked) sliceName() string { return t.name + "-0" }
+// SliceName is the one EndpointSlice of the service.
+func (t *Service) SliceName() string { return t.Name + "-0" }
 
-func (t *tracked) slice() *discoveryv1.EndpointSlice {
+func (t *Service) slice() *discoveryv1.EndpointSlice {
 	hosts := t.hosts
-	if !t.headless {
+	if !t.Headless {
 		hosts = nil
 	}
-	return endpointSlice(t.ns, t.sliceName(), t.name, t.addrs, hosts)
+	return endpointSlice(t.NS, t.SliceName(), t.Name, t.addrs, hosts)
 }
 
 // register records the state about to be written as write seq.
-func (t *tracked) register() int {
+func (t *Service) register() int {
 	t.seq++
-	h := dnsload.SetHash(t.value())
+	h := dnsload.SetHash(t.Value())
 	t.mu.Lock()
 	t.states[h] = append(t.states[h], t.seq)
 	t.mu.Unlock()
@@ -104,14 +110,14 @@ func (t *tracked) register() int {
 }
 
 // accepted records that the API server accepted write seq.
-func (t *tracked) accepted(seq int) {
+func (t *Service) accepted(seq int) {
 	t.mu.Lock()
 	t.lastOK = max(t.lastOK, seq)
 	t.mu.Unlock()
 }
 
-// settleHere makes the last accepted write the one every answer must show.
-func (t *tracked) settleHere() {
+// SettleHere makes the last accepted write the one every answer must show.
+func (t *Service) SettleHere() {
 	t.mu.Lock()
 	t.final = t.lastOK
 	t.mu.Unlock()
@@ -129,8 +135,8 @@ const (
 
 // judge compares server's answer r, to a query sent at sent, with the
 // states of t; with settled, only the final state or a later one matches.
-func (t *tracked) judge(server string, r *dns.Msg, sent time.Time, settled bool) (verdict, string) {
-	v, ok := answerValue(r)
+func (t *Service) judge(server string, r *dns.Msg, sent time.Time, settled bool) (verdict, string) {
+	v, ok := AnswerValue(r)
 	if !ok {
 		return torn, dns.RcodeToString[r.Rcode]
 	}
@@ -164,9 +170,9 @@ func (t *tracked) judge(server string, r *dns.Msg, sent time.Time, settled bool)
 	return matches, ""
 }
 
-// answerValue is what an answer holds: its A addresses or SRV ports
+// AnswerValue is what an answer holds: its A addresses or SRV ports
 // (NXDOMAIN or NODATA hold nothing); false for any other rcode.
-func answerValue(r *dns.Msg) ([]uint32, bool) {
+func AnswerValue(r *dns.Msg) ([]uint32, bool) {
 	if r.Rcode == dns.RcodeNameError {
 		return nil, true
 	}
