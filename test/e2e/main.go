@@ -9,15 +9,18 @@
 // no registry can be reached: ours from `make image`, the pause and client
 // images by package images.
 //
-// The node lives in a network namespace of its own (netnsName): its address,
-// the pods' and the Services' are in 198.18.0.0/15, nothing is masqueraded
-// and nothing routes out; upstream names go to a stub DNS server inside it.
-// The process runs twice: the outer one (on the host) clears what an
-// earlier run left, creates the namespace and runs itself inside it with
-// nsenter, then clears everything again, whatever the inner run did
-// (unless -keep, which leaves the cluster running: keep.go). The
-// inner one (in the namespace, with the host's mounts, which kubelet and
-// containerd must share) starts the cluster and runs the checks.
+// The program runs twice: on the host, package cluster's Host clears what
+// an earlier run left, creates the node's network namespace and runs this
+// program again inside it; inside (inner.go), the run starts the cluster
+// and runs the scenarios, each a package under scenario/, in the order of
+// a run's steps, and writes the report (package report).
+//
+// Where things are:
+//   - cluster: the host, the node and the commands the scenarios give it;
+//   - report: the checks, figures and tables, and the pages they make;
+//   - scenario: what every scenario shares (Env, the load clients), and
+//     below it one package per scenario;
+//   - manifests, images: what the scenarios apply, the images they run.
 package main
 
 import (
@@ -25,20 +28,22 @@ import (
 	"fmt"
 	"os"
 	"time"
-)
 
-// innerEnv marks the run inside the network namespace.
-const innerEnv = "SCHEMADNS_E2E_INNER"
+	"github.com/schemadns/schemadns/test/e2e/cluster"
+	"github.com/schemadns/schemadns/test/e2e/scenario/disruptions"
+	"github.com/schemadns/schemadns/test/e2e/scenario/thresholds"
+)
 
 // options are the command-line flags.
 type options struct {
 	image     string // our image tarball (make image)
 	imageRef  string // its name in the runtime
 	out       string // the report, Markdown; JSON beside it
-	keep      bool   // leave the cluster running at the end (keep.go)
+	keep      bool   // leave the cluster running at the end (cluster/keep.go)
 	relistSvc int    // headless services of the S2 shape for the relist check
-	// scale is "default" (the checks of docs/e2e.md) or "thresholds" (the
-	// relist at S5, thresholds.go).
+	// scale is "default" (the checks of docs/e2e.md), "thresholds" (the
+	// relist at S5, package thresholds) or "disruptions" (package
+	// disruptions).
 	scale string
 	// thresholdsScale multiplies S5's services and pods (1: the thresholds).
 	thresholdsScale float64
@@ -54,8 +59,8 @@ func (o options) thresholds() bool { return o.scale == scaleThresholds }
 
 const (
 	scaleDefault     = "default"
-	scaleThresholds  = "thresholds"
-	scaleDisruptions = "disruptions"
+	scaleThresholds  = thresholds.Scale
+	scaleDisruptions = disruptions.Scale
 )
 
 func parseFlags() options {
@@ -75,7 +80,7 @@ func parseFlags() options {
 	case scaleDefault:
 	case scaleThresholds:
 		if o.deadline == 0 {
-			o.deadline = thresholdsDeadline
+			o.deadline = thresholds.Deadline
 		}
 	case scaleDisruptions:
 	default:
@@ -93,7 +98,7 @@ func parseFlags() options {
 		}
 	}
 	if *cleanOnly {
-		if err := clean(); err != nil {
+		if err := cluster.Clean(); err != nil {
 			fmt.Fprintln(os.Stderr, "e2e:", err)
 			os.Exit(1)
 		}
@@ -105,10 +110,10 @@ func parseFlags() options {
 func main() {
 	o := parseFlags()
 	var err error
-	if os.Getenv(innerEnv) == "" {
-		err = outer(o)
-	} else {
+	if cluster.Inside() {
 		err = inner(o)
+	} else {
+		err = cluster.Host(o.keep, o.deadline)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: FAIL:", err)

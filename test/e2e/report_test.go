@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/schemadns/schemadns/test/e2e/report"
 )
 
 // TestSplicedSections: a thresholds or disruptions run puts its section
@@ -13,9 +15,9 @@ import (
 func TestSplicedSections(t *testing.T) {
 	dir := t.TempDir()
 	page := filepath.Join(dir, "e2e.md")
-	def := newReport()
-	def.assert("a", "check", true, "")
-	if err := def.write(page); err != nil {
+	def := newReport(scaleDefault)
+	def.Assert("a", "check", true, "")
+	if err := def.Write(page); err != nil {
 		t.Fatal(err)
 	}
 	read := func() string {
@@ -27,7 +29,7 @@ func TestSplicedSections(t *testing.T) {
 	}
 	// section is the page's marked section of a scale.
 	section := func(page, scale string) string {
-		begin, end := sectionMarks(scale)
+		begin, end := report.SectionMarks(scale)
 		from, to := strings.Index(page, begin), strings.Index(page, end)
 		if strings.Count(page, begin) != 1 || to < from {
 			t.Fatalf("no single %s section:\n%s", scale, page)
@@ -36,17 +38,17 @@ func TestSplicedSections(t *testing.T) {
 	}
 	first := read()
 	for _, run := range splicedRuns {
-		_, end := sectionMarks(run.scale)
-		if !strings.Contains(section(first, run.scale), "Not run yet") || strings.Index(first, end) > strings.Index(first, "## Checks") {
-			t.Fatalf("a first default page has no %s placeholder before its checks:\n%s", run.scale, first)
+		_, end := report.SectionMarks(run.Scale)
+		if !strings.Contains(section(first, run.Scale), "Not run yet") || strings.Index(first, end) > strings.Index(first, "## Checks") {
+			t.Fatalf("a first default page has no %s placeholder before its checks:\n%s", run.Scale, first)
 		}
 	}
-	runs := map[string]*report{scaleThresholds: newThresholdsReport(), scaleDisruptions: newDisruptionsReport()}
+	runs := map[string]*report.Report{scaleThresholds: newReport(scaleThresholds), scaleDisruptions: newReport(scaleDisruptions)}
 	for _, run := range splicedRuns {
-		r := runs[run.scale]
+		r := runs[run.Scale]
 		for _, table := range []string{"| first |\n", "| second |\n"} {
-			r.section = func(summary bool) string { return run.heading + table }
-			if err := r.spliceInto(page); err != nil {
+			r.SetSection(func(summary bool) string { return run.Heading + table })
+			if err := r.SpliceInto(page); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -54,28 +56,16 @@ func TestSplicedSections(t *testing.T) {
 	for _, again := range []bool{false, true} {
 		if again {
 			// A default run keeps both.
-			if err := def.write(page); err != nil {
+			if err := def.Write(page); err != nil {
 				t.Fatal(err)
 			}
 		}
 		got := read()
 		for _, run := range splicedRuns {
-			s := section(got, run.scale)
-			if !strings.Contains(s, run.heading+"| second |") || strings.Contains(s, "| first |") || strings.Contains(s, "Not run yet") {
-				t.Fatalf("after two %s runs (and a default run: %v):\n%s", run.scale, again, got)
+			s := section(got, run.Scale)
+			if !strings.Contains(s, run.Heading+"| second |") || strings.Contains(s, "| first |") || strings.Contains(s, "Not run yet") {
+				t.Fatalf("after two %s runs (and a default run: %v):\n%s", run.Scale, again, got)
 			}
 		}
-	}
-}
-
-// TestKeepUsageOnPage: the committed page says what a run would write
-// about -keep, so that the usage is there before the next run.
-func TestKeepUsageOnPage(t *testing.T) {
-	page, err := os.ReadFile("../../docs/e2e.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(page), keepUsage) {
-		t.Errorf("docs/e2e.md lacks the -keep usage of keepUsage (report.go):\n%s", keepUsage)
 	}
 }

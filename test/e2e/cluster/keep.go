@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"errors"
@@ -19,14 +19,14 @@ import (
 // keptPIDs lists the processes of a cluster kept by -keep, one "PID NAME"
 // a line: each daemon as it starts, then, once the run ends, every
 // process of the run (the daemons, containerd's shims, the pods).
-func keptPIDs() string { return path("kept.pids") }
+func keptPIDs() string { return Path("kept.pids") }
 
 // keptKubectl is a link to the kubectl of the run, for the look around.
-func keptKubectl() string { return path("bin", "kubectl") }
+func keptKubectl() string { return Path("bin", "kubectl") }
 
 // keptKubeconfig is the admin kubeconfig kubeapi writes in its WorkDir
 // (startAPI).
-func keptKubeconfig() string { return path("kubeapi", "kubeconfig") }
+func keptKubeconfig() string { return Path("kubeapi", "kubeconfig") }
 
 // detachedAttr starts a daemon of a kept cluster: in a session of its own,
 // so that neither the runner's end nor a signal to the runner's process
@@ -52,16 +52,16 @@ func recordKept(pid int, name string) error {
 // so kubeapi's Kill (of the group) still stops it, as the API server
 // restarts of the relist checks need.
 func detachedLauncher(name, bin string) (string, error) {
-	if err := os.MkdirAll(path("bin"), 0o755); err != nil {
+	if err := os.MkdirAll(Path("bin"), 0o755); err != nil {
 		return "", err
 	}
-	script := path("bin", name)
+	script := Path("bin", name)
 	text := fmt.Sprintf(`#!/bin/sh
-# %s of a cluster kept by bin/e2e -keep (test/e2e/keep.go).
+# %s of a cluster kept by bin/e2e -keep (test/e2e/cluster/keep.go).
 echo "$$ %s" >>%s
 exec >>%s 2>&1
 exec setpriv --pdeathsig clear %s "$@"
-`, name, name, shellQuote(keptPIDs()), shellQuote(path("logs", name+".log")), shellQuote(bin))
+`, name, name, shellQuote(keptPIDs()), shellQuote(Path("logs", name+".log")), shellQuote(bin))
 	return script, os.WriteFile(script, []byte(text), 0o755)
 }
 
@@ -184,7 +184,7 @@ func announceKept() error {
 		return nil
 	}
 	fmt.Printf("e2e: the cluster is left running (-keep): %s; PIDs in %s, logs in %s\n",
-		describeKept(procs), keptPIDs(), path("logs"))
+		describeKept(procs), keptPIDs(), Path("logs"))
 	if exists(keptKubeconfig()) && exists(keptKubectl()) {
 		nsenter := "nsenter --net=" + netnsPath
 		fmt.Printf("e2e: kubeconfig: %s (its server is inside the namespace %s)\n", keptKubeconfig(), netnsName)
@@ -206,9 +206,9 @@ func linkKubectl(kubectl string) error {
 	return os.Symlink(kubectl, keptKubectl())
 }
 
-// clean is bin/e2e -clean: it stops a kept cluster, or whatever a killed
+// Clean is bin/e2e -clean: it stops a kept cluster, or whatever a killed
 // run left, and removes it all (cleanHost).
-func clean() error {
+func Clean() error {
 	if alive := keptRunning(); len(alive) > 0 {
 		fmt.Printf("e2e: stopping the kept cluster: %s\n", describeKept(alive))
 	}
@@ -242,3 +242,19 @@ func leftovers() []string {
 	}
 	return left
 }
+
+// KeepUsage tells how to keep the cluster for a look around, on the
+// default run's page.
+const KeepUsage = `
+To look around in the cluster, run ` + "`make e2e E2EFLAGS=-keep`" + ` (or
+` + "`E2EFLAGS='-keep -out /tmp/e2e.md'`" + ` to leave this page as it is): the
+cluster stays up after the run, even a failed one, every process of it,
+pods included, and the run ends by printing its kubeconfig and how to
+reach it, through its network namespace:
+` + "`nsenter --net=" + netnsPath + " " + stateDir + "/bin/kubectl --kubeconfig " + stateDir + "/kubeapi/kubeconfig get pods -A`" + `.
+The processes' PIDs are in ` + "`" + stateDir + "/kept.pids`" + `, their
+logs in ` + "`" + stateDir + "/logs`" + `; the stub DNS server stops with the
+run. No new run starts while a kept cluster runs: ` + "`make e2e-clean`" + `
+(` + "`bin/e2e -clean`" + `) stops it and removes it all, the namespace, the
+mounts, the cgroups and the state directory.
+`

@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"fmt"
@@ -13,20 +13,21 @@ import (
 // The upstream world the cluster sees: one zone, answered by a stub that
 // the harness runs on stubIP (the node's resolv.conf names it).
 const (
-	externalName = "www.external.test."
-	externalAddr = "198.18.0.200"
+	ExternalName = "www.external.test."
+	ExternalAddr = "198.18.0.200"
 )
 
-// stub is the upstream DNS server: www.external.test has an A record,
+// Stub is the upstream DNS server: www.external.test has an A record,
 // everything else is NXDOMAIN, and every question is counted.
-type stub struct {
+type Stub struct {
 	servers []*dns.Server
 	mu      sync.Mutex
 	asked   map[string]int // "name type" → count
 }
 
-func startStub() (*stub, error) {
-	s := &stub{asked: map[string]int{}}
+// StartStub starts the stub on stubIP, over UDP and TCP.
+func StartStub() (*Stub, error) {
+	s := &Stub{asked: map[string]int{}}
 	for _, netw := range []string{"udp", "tcp"} {
 		srv := &dns.Server{Addr: net.JoinHostPort(stubIP, "53"), Net: netw, Handler: s}
 		started := make(chan error, 1)
@@ -46,7 +47,7 @@ func startStub() (*stub, error) {
 }
 
 // ServeDNS answers from the one zone.
-func (s *stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
+func (s *Stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	m := new(dns.Msg)
 	m.SetReply(r)
 	m.Authoritative = true
@@ -63,9 +64,9 @@ func (s *stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	soa := &dns.SOA{Hdr: dns.RR_Header{Name: "external.test.", Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 30},
 		Ns: "ns.external.test.", Mbox: "hostmaster.external.test.", Serial: 1, Refresh: 3600, Retry: 600, Expire: 86400, Minttl: 30}
 	switch {
-	case name == externalName && q.Qtype == dns.TypeA:
-		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: net.ParseIP(externalAddr)}}
-	case name == externalName:
+	case name == ExternalName && q.Qtype == dns.TypeA:
+		m.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: net.ParseIP(ExternalAddr)}}
+	case name == ExternalName:
 		m.Ns = []dns.RR{soa}
 	default:
 		m.Rcode = dns.RcodeNameError
@@ -74,8 +75,8 @@ func (s *stub) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	_ = w.WriteMsg(m)
 }
 
-// count returns how often name (any type) was asked.
-func (s *stub) count(name string) int {
+// Count returns how often name (any type) was asked.
+func (s *Stub) Count(name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	total := 0
@@ -87,7 +88,8 @@ func (s *stub) count(name string) int {
 	return total
 }
 
-func (s *stub) stop() {
+// Stop stops the stub.
+func (s *Stub) Stop() {
 	for _, srv := range s.servers {
 		_ = srv.Shutdown()
 	}

@@ -1,11 +1,15 @@
-package main
+// Package thresholds is the e2e run's thresholds scenario.
+//
+// A thresholds run (make e2e SCALE=thresholds) loads S5, the Kubernetes
+// scalability thresholds (package clustershape), into the one-node
+// cluster once, then measures each DNS server in turn through a relist of
+// every informer it runs: its memory against its limit, its OOM kills and
+// restarts, and what a client resolving through the kube-dns VIP saw.
+package thresholds
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,40 +20,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schemadns/schemadns/test/clustershape"
-	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/test/e2e/cluster"
+	"github.com/schemadns/schemadns/test/e2e/manifests"
+	"github.com/schemadns/schemadns/test/e2e/report"
+	"github.com/schemadns/schemadns/test/e2e/scenario"
 )
-
-// A thresholds run (make e2e SCALE=thresholds) loads S5, the Kubernetes
-// scalability thresholds (package clustershape), into the one-node
-// cluster once, then measures each DNS server in turn through a relist of
-// every informer it runs: its memory against its limit, its OOM kills and
-// restarts, and what a client resolving through the kube-dns VIP saw.
-
-//go:embed manifests/relist-client.yaml
-var relistClientManifest []byte
 
 // serviceCIDRv6 makes a thresholds cluster's Services dual-stack, so that
 // S5's dual-stack services get both families.
 const serviceCIDRv6 = "fd00:198:19::/112"
 
-// thresholdsDeadline bounds a thresholds run at full scale: the cluster
+// Deadline bounds a thresholds run at full scale: the cluster
 // and images (1 min), S5's load (about 20 min on 2 cores), four servers
 // of up to 20 min each (a rollout, 30 s steady, an API server restart
 // with S5 loaded, the relists, a minute settling), with room.
-const thresholdsDeadline = 150 * time.Minute
+const Deadline = 150 * time.Minute
 
-// thresholdsCluster is the cluster of a thresholds run: dual-stack
-// Services, the DNS servers' lists audited (audit.go), time for the API
+// Cluster is the cluster of a thresholds run: dual-stack Services, the
+// DNS servers' lists audited (cluster.DNSAuditPolicy), time for the API
 // server to come back with S5 loaded, and a node that stays Ready through
 // the outage: after its grace period without the kubelet's lease, which
 // cannot be renewed while the API server is down, the node lifecycle
 // controller would mark the node and its pods not ready, and the DNS pods
 // would leave the kube-dns endpoints for a reason of the harness's making.
-var thresholdsCluster = clusterConfig{
-	serviceCIDRs:    serviceCIDR + "," + serviceCIDRv6,
-	auditPolicy:     auditPolicy,
-	apiReady:        20 * time.Minute,
-	controllerFlags: []string{"--node-monitor-grace-period=30m"},
+var Cluster = cluster.Config{
+	ServiceCIDRs:    cluster.ServiceCIDR + "," + serviceCIDRv6,
+	AuditPolicy:     cluster.DNSAuditPolicy,
+	APIReady:        20 * time.Minute,
+	ControllerFlags: []string{"--node-monitor-grace-period=30m"},
 }
 
 // dataOnly is S5's services' service-proxy-name: kube-proxy programs none
@@ -58,6 +56,18 @@ const dataOnly = "clustershape-data-only"
 
 // clientNS holds the thresholds run's client.
 const clientNS = "e2e"
+
+// Thresholds is the run on a cluster; it owns what the run found.
+type Thresholds struct {
+	*scenario.Env
+	// scale multiplies S5's services and pods (-thresholds-scale).
+	scale float64
+	// thr is what the run found, once S5 is loaded.
+	thr *thresholdsRun
+}
+
+// New is the run on env's cluster, at scale × S5.
+func New(env *scenario.Env, scale float64) *Thresholds { return &Thresholds{Env: env, scale: scale} }
 
 // thresholdsRun is what a thresholds run found, for its report.
 type thresholdsRun struct {
@@ -73,65 +83,68 @@ type thresholdsRun struct {
 	results []*relistResult
 }
 
-// newThresholdsReport is the report of a thresholds run.
-func newThresholdsReport() *report {
-	r := newReport()
-	r.title = "The relist at the Kubernetes scalability thresholds: what `make e2e SCALE=thresholds` measured"
-	r.command = "make e2e SCALE=thresholds"
-	r.scale = scaleThresholds
-	r.intro = clusterDescription + thresholdsClusterNote
-	return r
+// Scale is the -scale of a thresholds run.
+const Scale = "thresholds"
+
+// Page heads a thresholds run's page.
+func Page() report.Page {
+	return report.Page{
+		Title:   "The relist at the Kubernetes scalability thresholds: what `make e2e SCALE=thresholds` measured",
+		Command: "make e2e SCALE=thresholds",
+		Scale:   Scale,
+		Intro:   cluster.Description + thresholdsClusterNote,
+	}
 }
 
 // thresholdsClusterNote says how a thresholds run's cluster differs.
 const thresholdsClusterNote = `
-For this run the Services are dual-stack (` + serviceCIDR + ` and ` + serviceCIDRv6 + `),
+For this run the Services are dual-stack (` + cluster.ServiceCIDR + ` and ` + serviceCIDRv6 + `),
 the API server audits the DNS servers' lists and watches (and nothing else),
 and kube-controller-manager's node grace period is 30 minutes, so that the
 node, whose kubelet cannot renew its lease while the API server is down,
 is not marked unreachable with its pods during the forced relists.
 `
 
-// thresholdsSteps are a thresholds run: S5 loaded, then each server.
-func (e *e2e) thresholdsSteps() []runStep {
-	steps := []runStep{{"S5 loaded", e.loadThresholds}}
+// Steps are a thresholds run: S5 loaded, then each server.
+func (th *Thresholds) Steps() []scenario.Step {
+	steps := []scenario.Step{{Name: "S5 loaded", Run: th.loadThresholds}}
 	for _, srv := range relistServers() {
-		steps = append(steps, runStep{"relist: " + srv.name, func(ctx context.Context) error { return e.measureRelist(ctx, srv) }})
+		steps = append(steps, scenario.Step{Name: "relist: " + srv.name, Run: func(ctx context.Context) error { return th.measureRelist(ctx, srv) }})
 	}
 	return steps
 }
 
 // loadThresholds loads S5 (scaled by -thresholds-scale) and finds the
 // names the measurements ask for.
-func (e *e2e) loadThresholds(ctx context.Context) error {
-	shape := clustershape.S5().Scaled(e.o.thresholdsScale)
+func (th *Thresholds) loadThresholds(ctx context.Context) error {
+	shape := clustershape.S5().Scaled(th.scale)
 	shape.ProxyName = dataOnly
 	l, err := shape.Layout()
 	if err != nil {
-		return fmt.Errorf("%w: %w", errFatal, err)
+		return fmt.Errorf("%w: %w", scenario.ErrFatal, err)
 	}
-	e.thr = &thresholdsRun{layout: l}
-	e.rep.section = e.thresholdsSection
-	e.rep.data = func() any { return e.thr.data(e.o.thresholdsScale) }
-	e.logf("S5: %s", l.Describe())
+	th.thr = &thresholdsRun{layout: l}
+	th.Report.SetSection(th.section)
+	th.Report.SetData(func() any { return th.thr.data(th.scale) })
+	th.Logf("S5: %s", l.Describe())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clientNS}}
-	if _, err := e.n.client().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("%w: %w", errFatal, err)
+	if _, err := th.Cluster.Client().CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("%w: %w", scenario.ErrFatal, err)
 	}
-	e.thr.load, err = clustershape.Load(ctx, e.n.api.RESTConfig(), l, clustershape.LoadOptions{
-		Progress: func(p clustershape.Progress) { e.logf("S5: %s", p) },
+	th.thr.load, err = clustershape.Load(ctx, th.Cluster.RESTConfig(), l, clustershape.LoadOptions{
+		Progress: func(p clustershape.Progress) { th.Logf("S5: %s", p) },
 	})
 	if err != nil {
-		return fmt.Errorf("%w: load S5: %w", errFatal, err)
+		return fmt.Errorf("%w: load S5: %w", scenario.ErrFatal, err)
 	}
-	e.thr.apiRSS, _ = controlPlaneRSS("kube-apiserver")
-	e.thr.etcdRSS, _ = controlPlaneRSS("etcd")
-	if err := e.findProbes(ctx); err != nil {
-		return fmt.Errorf("%w: %w", errFatal, err)
+	th.thr.apiRSS, _ = cluster.ControlPlaneRSS("kube-apiserver")
+	th.thr.etcdRSS, _ = cluster.ControlPlaneRSS("etcd")
+	if err := th.findProbes(ctx); err != nil {
+		return fmt.Errorf("%w: %w", scenario.ErrFatal, err)
 	}
-	e.rep.figure("S5 loaded", fmt.Sprintf("%s objects in %.0f s (%.0f writes/s with their pods' status, %d retries)",
-		commas(e.thr.load.Total), e.thr.load.Elapsed.Seconds(), float64(e.thr.load.Writes)/e.thr.load.Elapsed.Seconds(), e.thr.load.Retries))
-	e.rep.figure("RSS once S5 was loaded", fmt.Sprintf("kube-apiserver %s, etcd %s", gib(e.thr.apiRSS), gib(e.thr.etcdRSS)))
+	th.Report.Figure("S5 loaded", fmt.Sprintf("%s objects in %.0f s (%.0f writes/s with their pods' status, %d retries)",
+		commas(th.thr.load.Total), th.thr.load.Elapsed.Seconds(), float64(th.thr.load.Writes)/th.thr.load.Elapsed.Seconds(), th.thr.load.Retries))
+	th.Report.Figure("RSS once S5 was loaded", fmt.Sprintf("kube-apiserver %s, etcd %s", gib(th.thr.apiRSS), gib(th.thr.etcdRSS)))
 	return nil
 }
 
@@ -139,8 +152,8 @@ func (e *e2e) loadThresholds(ctx context.Context) error {
 // resolves: the last ClusterIP service and the last pod (whose name a
 // server with `pods verified` answers only once it has listed the pods),
 // a headless service, the first ClusterIP one, the API's own.
-func (e *e2e) findProbes(ctx context.Context) error {
-	l := e.thr.layout
+func (th *Thresholds) findProbes(ctx context.Context) error {
+	l := th.thr.layout
 	var first, last, headless int = -1, -1, -1
 	for i := range l.Counts().Services {
 		svc := l.Service(i)
@@ -165,15 +178,15 @@ func (e *e2e) findProbes(ctx context.Context) error {
 		return fmt.Sprintf("%s.%s.svc.cluster.local.", svc.Name, svc.Namespace)
 	}
 	lastSvc := l.Service(last)
-	got, err := e.n.client().CoreV1().Services(lastSvc.Namespace).Get(ctx, lastSvc.Name, metav1.GetOptions{})
+	got, err := th.Cluster.Client().CoreV1().Services(lastSvc.Namespace).Get(ctx, lastSvc.Name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	pod := l.Pod(l.Counts().Pods - 1)
-	e.thr.probe, e.thr.probeIP = fqdn(last), got.Spec.ClusterIP
-	e.thr.podIP = pod.Status.PodIP
-	e.thr.podName = fmt.Sprintf("%s.%s.pod.cluster.local.", strings.ReplaceAll(pod.Status.PodIP, ".", "-"), pod.Namespace)
-	e.thr.names = []string{fqdn(first), fqdn(headless), fqdn(last), "kubernetes.default.svc.cluster.local."}
+	th.thr.probe, th.thr.probeIP = fqdn(last), got.Spec.ClusterIP
+	th.thr.podIP = pod.Status.PodIP
+	th.thr.podName = fmt.Sprintf("%s.%s.pod.cluster.local.", strings.ReplaceAll(pod.Status.PodIP, ".", "-"), pod.Namespace)
+	th.thr.names = []string{fqdn(first), fqdn(headless), fqdn(last), "kubernetes.default.svc.cluster.local."}
 	return nil
 }
 
@@ -208,43 +221,14 @@ func relistServers() []relistServer {
 
 // stockLimit is the memory limit of kubeadm's CoreDNS Deployment.
 func stockLimit() string {
-	m := regexp.MustCompile(`limits:\s*\n\s*memory:\s*(\S+)`).FindSubmatch(stockManifest)
+	m := regexp.MustCompile(`limits:\s*\n\s*memory:\s*(\S+)`).FindSubmatch(manifests.StockCoreDNS)
 	if m == nil {
 		return "170Mi"
 	}
 	return string(m[1])
 }
 
-// controlPlaneRSS is the RSS of the cluster's process named comm.
-func controlPlaneRSS(comm string) (int64, error) {
-	pid, err := controlPlanePID(comm)
-	if err != nil {
-		return 0, err
-	}
-	rss, _, err := procstat.RSS(pid)
-	return rss, err
-}
-
-// controlPlanePID finds the cluster's process of the program name
-// (hack/tools.sh names its binaries name-VERSION): its command line names
-// the state directory.
-func controlPlanePID(name string) (int, error) {
-	entries, _ := os.ReadDir("/proc")
-	for _, en := range entries {
-		pid, err := strconv.Atoi(en.Name())
-		if err != nil {
-			continue
-		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		argv0, _, _ := strings.Cut(string(b), "\x00")
-		base := filepath.Base(argv0)
-		if (base == name || strings.HasPrefix(base, name+"-v")) && strings.Contains(string(b), stateDir) {
-			return pid, nil
-		}
-	}
-	return 0, fmt.Errorf("no %s process of this cluster", name)
-}
-
+// gib writes a size in GiB.
 func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
 
 // commas writes n with its thousands separated: 150,000.

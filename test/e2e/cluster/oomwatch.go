@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"bufio"
@@ -10,20 +10,20 @@ import (
 	"sync"
 )
 
-// oomWatch counts the OOM kills containerd reports (its /tasks/oom
+// OOMWatch counts the OOM kills containerd reports (its /tasks/oom
 // events), by pod. Kubelet's container status keeps only the last
 // termination, and a container killed twice while the API server is down
 // would show once; the runtime sees each.
-type oomWatch struct {
+type OOMWatch struct {
 	cmd   *exec.Cmd
 	done  chan struct{}
 	mu    sync.Mutex
 	byPod map[string]int
 }
 
-// watchOOM starts counting; stop ends it and returns the counts.
-func (n *node) watchOOM(ctx context.Context) (*oomWatch, error) {
-	w := &oomWatch{done: make(chan struct{}), byPod: map[string]int{}}
+// WatchOOM starts counting; Stop ends it and returns the counts.
+func (n *Node) WatchOOM(ctx context.Context) (*OOMWatch, error) {
+	w := &OOMWatch{done: make(chan struct{}), byPod: map[string]int{}}
 	w.cmd = exec.CommandContext(ctx, "ctr", "--address", n.sock, "events")
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {
@@ -58,7 +58,7 @@ func (n *node) watchOOM(ctx context.Context) (*oomWatch, error) {
 
 // podOfContainer names the pod of a container by the label kubelet gives
 // it, or returns the container's ID.
-func (n *node) podOfContainer(ctx context.Context, id string) string {
+func (n *Node) podOfContainer(ctx context.Context, id string) string {
 	out, err := n.ctr(ctx, "containers", "info", id)
 	if err != nil {
 		return id
@@ -72,8 +72,8 @@ func (n *node) podOfContainer(ctx context.Context, id string) string {
 	return info.Labels["io.kubernetes.pod.name"]
 }
 
-// counts are the kills so far, by pod.
-func (w *oomWatch) counts() map[string]int {
+// Counts are the kills so far, by pod.
+func (w *OOMWatch) Counts() map[string]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := map[string]int{}
@@ -83,12 +83,12 @@ func (w *oomWatch) counts() map[string]int {
 	return out
 }
 
-// stop ends the watch and returns the counts.
-func (w *oomWatch) stop() map[string]int {
+// Stop ends the watch and returns the counts.
+func (w *OOMWatch) Stop() map[string]int {
 	if w.cmd.Process != nil {
 		_ = w.cmd.Process.Kill()
 	}
 	<-w.done
 	_ = w.cmd.Wait()
-	return w.counts()
+	return w.Counts()
 }

@@ -1,8 +1,10 @@
-package main
+package cluster
 
 import (
+	"os"
 	"os/exec"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +39,17 @@ func TestShellQuote(t *testing.T) {
 		if string(out) != s {
 			t.Errorf("sh gave %q for %q", out, s)
 		}
+	}
+}
+
+// TestKeepUsageOnPage: the committed page says what a run would write
+// about -keep, so that the usage is there before the next run.
+func TestKeepUsageOnPage(t *testing.T) {
+	page, err := os.ReadFile("../../../docs/e2e.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), KeepUsage) {
+		t.Errorf("docs/e2e.md lacks the -keep usage of KeepUsage (cluster/keep.go):\n%s", KeepUsage)
 	}
 }

@@ -1,8 +1,12 @@
-package main
+// Package controllers is the e2e run's check of real controllers
+// (section 3 of docs/e2e.md): the web Deployment scaled, a pod's
+// readiness flipped and a pod deleted through the real controllers, and,
+// for ours and for stock CoreDNS beside it, the delay from the
+// EndpointSlice the controller wrote to the answer at the VIP.
+package controllers
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"net"
 	"sort"
@@ -15,10 +19,19 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/schemadns/schemadns/test/e2e/cluster"
+	"github.com/schemadns/schemadns/test/e2e/manifests"
+	"github.com/schemadns/schemadns/test/e2e/scenario"
 )
 
-//go:embed manifests/stock-beside.yaml
-var stockBesideManifest []byte
+// Controllers is the check on a cluster.
+type Controllers struct {
+	*scenario.Env
+}
+
+// New is the check on env's cluster.
+func New(env *scenario.Env) *Controllers { return &Controllers{env} }
 
 // readinessFlips is how often a web pod's readiness goes off and on again.
 const readinessFlips = 8
@@ -93,13 +106,13 @@ func delays(api, server []sighting) (d []time.Duration, missed int) {
 
 // watchAPI follows web-headless's EndpointSlices with a watch: the ready
 // addresses the EndpointSlice controller wrote, seen when the event arrives.
-func (e *e2e) watchAPI(ctx context.Context, s *sightings) {
-	api := e.n.client().DiscoveryV1().EndpointSlices(appNS)
+func (c *Controllers) watchAPI(ctx context.Context, s *sightings) {
+	api := c.Cluster.Client().DiscoveryV1().EndpointSlices(scenario.AppNS)
 	opts := metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web-headless"}
 	for ctx.Err() == nil {
 		list, err := api.List(ctx, opts)
 		if err != nil {
-			_ = sleepCtx(ctx, 100*time.Millisecond)
+			_ = scenario.Sleep(ctx, 100*time.Millisecond)
 			continue
 		}
 		slices := map[string][]string{}
@@ -149,7 +162,7 @@ func unionOf(slices map[string][]string) string {
 // watchDNS asks a DNS server for the headless name every 5 ms.
 func watchDNS(ctx context.Context, server string, s *sightings) {
 	for ctx.Err() == nil {
-		m, err := dnsAsk(net.JoinHostPort(server, "53"), "udp", headlessName, dns.TypeA)
+		m, err := scenario.Ask(net.JoinHostPort(server, "53"), "udp", headlessName, dns.TypeA)
 		if err == nil {
 			var addrs []string
 			if m.Rcode == dns.RcodeSuccess {
@@ -161,7 +174,7 @@ func watchDNS(ctx context.Context, server string, s *sightings) {
 			}
 			s.see(setOf(addrs), time.Now())
 		}
-		_ = sleepCtx(ctx, 5*time.Millisecond)
+		_ = scenario.Sleep(ctx, 5*time.Millisecond)
 	}
 }
 
@@ -170,18 +183,18 @@ func setOf(addrs []string) string {
 	return strings.Join(addrs, ",")
 }
 
-// checkControllers changes the web Deployment's pods through the real
+// Run changes the web Deployment's pods through the real
 // controllers and measures, for ours and for stock CoreDNS beside it, the
 // delay from the EndpointSlice the controller wrote to the answer.
-func (e *e2e) checkControllers(ctx context.Context) error {
+func (c *Controllers) Run(ctx context.Context) error {
 	const section = "3. real controllers"
-	repl := e.placeholders()
-	repl["STOCK_VIP"] = stockVIP
+	repl := c.Placeholders()
+	repl["STOCK_VIP"] = cluster.StockVIP
 	repl["STOCK_LIMIT"] = "300Mi"
-	if err := e.n.applyManifest(ctx, stockBesideManifest, repl); err != nil {
+	if err := c.Cluster.ApplyManifest(ctx, manifests.StockBeside, repl); err != nil {
 		return err
 	}
-	if err := e.n.waitRollout(ctx, dnsNS, "coredns-stock", 2*time.Minute); err != nil {
+	if err := c.Cluster.WaitRollout(ctx, scenario.DNSNamespace, "coredns-stock", 2*time.Minute); err != nil {
 		return err
 	}
 	wctx, stop := context.WithCancel(ctx)
@@ -189,15 +202,15 @@ func (e *e2e) checkControllers(ctx context.Context) error {
 	api, ours, stock := newSightings(), newSightings(), newSightings()
 	var wg sync.WaitGroup
 	for _, f := range []func(){
-		func() { e.watchAPI(wctx, api) },
-		func() { watchDNS(wctx, dnsVIP, ours) },
-		func() { watchDNS(wctx, stockVIP, stock) },
+		func() { c.watchAPI(wctx, api) },
+		func() { watchDNS(wctx, cluster.DNSVIP, ours) },
+		func() { watchDNS(wctx, cluster.StockVIP, stock) },
 	} {
 		wg.Add(1)
 		go func() { defer wg.Done(); f() }()
 	}
 	settle := func(what string, want func(n int) bool) {
-		err := waitFor(ctx, 2*time.Minute, what, func() error {
+		err := cluster.WaitFor(ctx, 2*time.Minute, what, func() error {
 			cur := api.current()
 			if n := len(strings.Split(cur, ",")); cur == "" || !want(n) {
 				return fmt.Errorf("API has %q", cur)
@@ -208,18 +221,18 @@ func (e *e2e) checkControllers(ctx context.Context) error {
 			return nil
 		})
 		cur := api.current()
-		e.rep.assert(section, what+": both servers answer the ready pods", err == nil, "%s %s", cur, errText(err))
-		out, lerr := e.n.exec(ctx, appNS, "musl", "resolve", "lookup", "-4", "web-headless")
+		c.Report.Assert(section, what+": both servers answer the ready pods", err == nil, "%s %s", cur, scenario.ErrText(err))
+		out, lerr := c.Cluster.Exec(ctx, scenario.AppNS, "musl", "resolve", "lookup", "-4", "web-headless")
 		got := strings.Join(strings.Fields(out)[min(1, len(strings.Fields(out))):], ",")
-		e.rep.assert(section, what+": a client pod sees the ready pods", lerr == nil && got == cur, "%s %s", got, errText(lerr))
+		c.Report.Assert(section, what+": a client pod sees the ready pods", lerr == nil && got == cur, "%s %s", got, scenario.ErrText(lerr))
 	}
 	scale := func(n int32) error {
-		s, err := e.n.client().AppsV1().Deployments(appNS).GetScale(ctx, "web", metav1.GetOptions{})
+		s, err := c.Cluster.Client().AppsV1().Deployments(scenario.AppNS).GetScale(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		s.Spec.Replicas = n
-		_, err = e.n.client().AppsV1().Deployments(appNS).UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
+		_, err = c.Cluster.Client().AppsV1().Deployments(scenario.AppNS).UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
 		return err
 	}
 	settle("3 replicas", func(n int) bool { return n == 3 })
@@ -231,7 +244,7 @@ func (e *e2e) checkControllers(ctx context.Context) error {
 		return err
 	}
 	settle("scaled 5 → 2", func(n int) bool { return n == 2 })
-	pods, err := e.n.podsOf(ctx, appNS, map[string]string{"app": "web"})
+	pods, err := c.Cluster.PodsOf(ctx, scenario.AppNS, map[string]string{"app": "web"})
 	if err != nil {
 		return err
 	}
@@ -248,16 +261,16 @@ func (e *e2e) checkControllers(ctx context.Context) error {
 	// Readiness flipped by an exec probe on a file, several times: each
 	// flip is an EndpointSlice write of the controller, a sample.
 	for i := range readinessFlips {
-		if _, err := e.n.exec(ctx, appNS, victim, "rm", "/tmp/ready"); err != nil {
+		if _, err := c.Cluster.Exec(ctx, scenario.AppNS, victim, "rm", "/tmp/ready"); err != nil {
 			return err
 		}
 		settle(fmt.Sprintf("readiness of %s off (%d)", victim, i+1), func(n int) bool { return n == 1 })
-		if _, err := e.n.exec(ctx, appNS, victim, "touch", "/tmp/ready"); err != nil {
+		if _, err := c.Cluster.Exec(ctx, scenario.AppNS, victim, "touch", "/tmp/ready"); err != nil {
 			return err
 		}
 		settle(fmt.Sprintf("readiness of %s on (%d)", victim, i+1), func(n int) bool { return n == 2 })
 	}
-	if err := e.n.client().CoreV1().Pods(appNS).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+	if err := c.Cluster.Client().CoreV1().Pods(scenario.AppNS).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
 	settle("pod "+victim+" deleted and replaced", func(n int) bool {
@@ -265,7 +278,7 @@ func (e *e2e) checkControllers(ctx context.Context) error {
 	})
 	stop()
 	wg.Wait()
-	e.reportDelays(api, ours, stock)
+	c.reportDelays(api, ours, stock)
 	return nil
 }
 
@@ -273,7 +286,7 @@ func podIP(p corev1.Pod) string { return p.Status.PodIP }
 
 // reportDelays reports, for ours and stock, how long each answer took to
 // follow the API's change.
-func (e *e2e) reportDelays(api, ours, stock *sightings) {
+func (c *Controllers) reportDelays(api, ours, stock *sightings) {
 	changes := api.all()[1:] // the first is the state before any change
 	dOurs, missOurs := delays(changes, ours.all())
 	dStock, missStock := delays(changes, stock.all())
@@ -283,11 +296,11 @@ func (e *e2e) reportDelays(api, ours, stock *sightings) {
 	// A change the API replaced within milliseconds may never be answered
 	// (the next one is): such a change is counted, not failed; every
 	// settled state is checked above.
-	e.rep.table("Delay from the EndpointSlice the controller wrote to the answer at the VIP (the API side by a watch, the DNS side asked every 5 ms)",
+	c.Report.Table("Delay from the EndpointSlice the controller wrote to the answer at the VIP (the API side by a watch, the DNS side asked every 5 ms)",
 		[]string{"server", "API changes", "not answered before the next change", "p50", "p99", "max"},
 		[][]string{row("ours (deploy/base)", dOurs, missOurs), row("stock CoreDNS 1.15 (kubeadm's Corefile)", dStock, missStock)})
-	e.rep.figure("controllers: delay from EndpointSlice to answer, ours p50 / p99", ms(quantile(dOurs, 0.5))+" / "+ms(quantile(dOurs, 0.99)))
-	e.rep.figure("controllers: delay from EndpointSlice to answer, stock p50 / p99", ms(quantile(dStock, 0.5))+" / "+ms(quantile(dStock, 0.99)))
+	c.Report.Figure("controllers: delay from EndpointSlice to answer, ours p50 / p99", ms(quantile(dOurs, 0.5))+" / "+ms(quantile(dOurs, 0.99)))
+	c.Report.Figure("controllers: delay from EndpointSlice to answer, stock p50 / p99", ms(quantile(dStock, 0.5))+" / "+ms(quantile(dStock, 0.99)))
 }
 
 func quantile(d []time.Duration, q float64) time.Duration {

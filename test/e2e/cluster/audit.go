@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"github.com/schemadns/schemadns/test/kubeapi"
@@ -12,16 +12,16 @@ import (
 // ServiceAccount coredns of kube-system (deploy/base's and kubeadm's).
 const dnsUser = "system:serviceaccount:kube-system:coredns"
 
-// auditPolicy records the DNS servers' lists and watches, nothing else.
-var auditPolicy = kubeapi.AuditPolicy(dnsUser)
+// DNSAuditPolicy records the DNS servers' lists and watches, nothing else.
+var DNSAuditPolicy = kubeapi.AuditPolicy(dnsUser)
 
-// auditSize is the audit log's size now: the offset a later auditLists
+// AuditSize is the audit log's size now: the offset a later AuditLists
 // starts from.
-func auditSize() int64 { return kubeapi.AuditSize(auditLog()) }
+func AuditSize() int64 { return kubeapi.AuditSize(auditLog()) }
 
-// auditLists counts the lists the DNS servers were served since offset,
+// AuditLists counts the lists the DNS servers were served since offset,
 // by source address (a pod's IP) and resource.
-func auditLists(offset int64) (map[string]map[string]int, error) {
+func AuditLists(offset int64) (map[string]map[string]int, error) {
 	out := map[string]map[string]int{}
 	err := kubeapi.ReadAudit(auditLog(), offset, func(ev kubeapi.AuditEvent) {
 		if ev.User.Username != dnsUser || !ev.IsList() || len(ev.SourceIPs) == 0 {

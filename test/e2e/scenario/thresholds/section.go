@@ -1,4 +1,4 @@
-package main
+package thresholds
 
 import (
 	"fmt"
@@ -7,24 +7,25 @@ import (
 	"strings"
 
 	"github.com/schemadns/schemadns/test/clustershape"
+	"github.com/schemadns/schemadns/test/e2e/scenario"
 )
 
-// thresholdsHeading opens the thresholds section, on both pages.
-const thresholdsHeading = "## The relist at the Kubernetes scalability thresholds (S5)\n\n"
+// Heading opens the thresholds section, on both pages.
+const Heading = "## The relist at the Kubernetes scalability thresholds (S5)\n\n"
 
-// thresholdsSection is the thresholds run's section: the table of every
+// section is the thresholds run's section: the table of every
 // server, and how it was measured. On the default run's page (summary) it
 // links the whole run; on the run's own page it adds the details.
-func (e *e2e) thresholdsSection(summary bool) string {
-	t := e.thr
+func (th *Thresholds) section(summary bool) string {
+	t := th.thr
 	var b strings.Builder
-	b.WriteString(thresholdsHeading)
+	b.WriteString(Heading)
 	if summary {
 		fmt.Fprintf(&b, "From `make e2e SCALE=thresholds` on %s (the whole run, its checks and details: [e2e-thresholds.md](e2e-thresholds.md)).\n\n",
-			e.rep.Started.Format("2006-01-02 15:04 UTC"))
+			th.Report.Started.Format("2006-01-02 15:04 UTC"))
 	}
-	if e.o.thresholdsScale != 1 {
-		fmt.Fprintf(&b, "**At %g × S5 (-thresholds-scale), not at the thresholds.**\n\n", e.o.thresholdsScale)
+	if th.scale != 1 {
+		fmt.Fprintf(&b, "**At %g × S5 (-thresholds-scale), not at the thresholds.**\n\n", th.scale)
 	}
 	c := t.layout.Counts()
 	fmt.Fprintf(&b, "The shape (package test/clustershape, which make bench loads too): %s. "+
@@ -38,7 +39,7 @@ func (e *e2e) thresholdsSection(summary bool) string {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range t.results {
 		kills, restarts := r.totals()
-		failed, slow := fmt.Sprint(r.client.fail), fmt.Sprint(r.client.slow)
+		failed, slow := fmt.Sprint(r.client.Fail), fmt.Sprint(r.client.Slow)
 		if r.notReady != "" {
 			failed, slow = "–", "–"
 		}
@@ -46,9 +47,9 @@ func (e *e2e) thresholdsSection(summary bool) string {
 			kills, restarts, failed, slow, strings.ReplaceAll(r.relistSummary(), "|", "\\|"))
 	}
 	b.WriteString("\n" + relistNotes + "\n")
-	b.WriteString(e.verdicts())
+	b.WriteString(th.verdicts())
 	if !summary {
-		b.WriteString(e.relistDetails())
+		b.WriteString(th.relistDetails())
 	}
 	return b.String()
 }
@@ -82,9 +83,9 @@ server's stop until the peak was read.
 `
 
 // verdicts state the bar and the comparison with the upstream case.
-func (e *e2e) verdicts() string {
+func (th *Thresholds) verdicts() string {
 	var b strings.Builder
-	for _, r := range e.thr.results {
+	for _, r := range th.thr.results {
 		kills, restarts := r.totals()
 		switch {
 		case r.server.ours() && r.server.limit != "":
@@ -115,12 +116,12 @@ func metText(ok bool) string {
 }
 
 // relistDetails are the per-pod figures and the timeline of each server.
-func (e *e2e) relistDetails() string {
+func (th *Thresholds) relistDetails() string {
 	var b strings.Builder
 	b.WriteString("\n### Per replica\n\n| server | pod | steady cgroup | steady RSS | peak cgroup | OOM kills | restarts | listed again |\n|---|---|---|---|---|---|---|---|\n")
-	for _, r := range e.thr.results {
+	for _, r := range th.thr.results {
 		for _, p := range r.pods {
-			peak := mib(p.peak)
+			peak := scenario.MiB(p.peak)
 			if p.peakFromPod {
 				peak += " (pod cgroup)"
 			}
@@ -129,7 +130,7 @@ func (e *e2e) relistDetails() string {
 		}
 	}
 	b.WriteString("\n### Timeline\n\n| server | serving S5 after the apply | API server stopped to ready again | every informer listed after | API server peak RSS after the restart | lookups during the relist | max ms |\n|---|---|---|---|---|---|---|\n")
-	for _, r := range e.thr.results {
+	for _, r := range th.thr.results {
 		if r.notReady != "" {
 			fmt.Fprintf(&b, "| %s | never: %s | – | – | – | – | – |\n", r.server.name, r.notReady)
 			continue
@@ -139,7 +140,7 @@ func (e *e2e) relistDetails() string {
 			relisted = fmt.Sprintf("%.0f s", r.relisted.Seconds())
 		}
 		fmt.Fprintf(&b, "| %s | %.0f s | %.0f s | %s | %s | %d | %d |\n", r.server.name, r.synced.Seconds(), r.outage.Seconds(), relisted,
-			gib(r.apiPeak), r.client.ok+r.client.fail, r.client.maxMs)
+			gib(r.apiPeak), r.client.OK+r.client.Fail, r.client.MaxMs)
 	}
 	return b.String()
 }
@@ -208,7 +209,7 @@ func mibOr(b int64) string {
 	if b == 0 {
 		return "–"
 	}
-	return mib(b)
+	return scenario.MiB(b)
 }
 
 // pairs writes a map as "k: v" pairs in key order.
@@ -269,7 +270,7 @@ func (t *thresholdsRun) data(scale float64) any {
 	for _, r := range t.results {
 		s := relistServerData{Name: r.server.name, Limit: r.limit, Informers: r.server.informers, NotReady: r.notReady,
 			SyncedSeconds: r.synced.Seconds(), OutageSeconds: r.outage.Seconds(), RelistedSeconds: r.relisted.Seconds(),
-			APIServerPeakRSS: r.apiPeak, Lookups: r.client.ok + r.client.fail, FailedLookups: r.client.fail, SlowLookups: r.client.slow}
+			APIServerPeakRSS: r.apiPeak, Lookups: r.client.OK + r.client.Fail, FailedLookups: r.client.Fail, SlowLookups: r.client.Slow}
 		for _, p := range r.pods {
 			s.Pods = append(s.Pods, relistPodData{Name: p.name, Steady: p.steady, RSS: p.rss, Peak: p.peak, PeakFromPod: p.peakFromPod,
 				OOMKills: p.oomKills, Restarts: p.restarts, Relisted: p.relisted})

@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ import (
 	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
-// kubectl runs kubectl with the admin kubeconfig; stdin may be nil.
-func (n *node) kubectlRun(ctx context.Context, stdin []byte, args ...string) (string, error) {
+// Kubectl runs kubectl with the admin kubeconfig; stdin may be nil.
+func (n *Node) Kubectl(ctx context.Context, stdin []byte, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, n.kubectl, append([]string{"--kubeconfig", n.api.Kubeconfig}, args...)...)
@@ -34,33 +34,34 @@ func (n *node) kubectlRun(ctx context.Context, stdin []byte, args ...string) (st
 	return out.String(), nil
 }
 
-// applyManifest applies YAML after replacing each placeholder.
-func (n *node) applyManifest(ctx context.Context, yaml []byte, replace map[string]string) error {
+// ApplyManifest applies YAML after replacing each placeholder.
+func (n *Node) ApplyManifest(ctx context.Context, yaml []byte, replace map[string]string) error {
 	s := string(yaml)
 	for k, v := range replace {
 		s = strings.ReplaceAll(s, k, v)
 	}
-	_, err := n.kubectlRun(ctx, []byte(s), "apply", "-f", "-")
+	_, err := n.Kubectl(ctx, []byte(s), "apply", "-f", "-")
 	return err
 }
 
-// exec runs a command in a pod's first container and returns its stdout.
-func (n *node) exec(ctx context.Context, ns, pod string, cmd ...string) (string, error) {
-	return n.kubectlRun(ctx, nil, append([]string{"-n", ns, "exec", pod, "--"}, cmd...)...)
+// Exec runs a command in a pod's first container and returns its stdout.
+func (n *Node) Exec(ctx context.Context, ns, pod string, cmd ...string) (string, error) {
+	return n.Kubectl(ctx, nil, append([]string{"-n", ns, "exec", pod, "--"}, cmd...)...)
 }
 
-func (n *node) client() kubernetes.Interface { return n.api.Client() }
+// Client is the admin client of the API server.
+func (n *Node) Client() kubernetes.Interface { return n.api.Client() }
 
-// waitRollout waits until the Deployment has rolled out its latest
+// WaitRollout waits until the Deployment has rolled out its latest
 // template: every replica updated, available, and no old pod left.
-func (n *node) waitRollout(ctx context.Context, ns, name string, timeout time.Duration) error {
-	return waitFor(ctx, timeout, "rollout of "+ns+"/"+name, func() error { return n.rolloutDone(ctx, ns, name) })
+func (n *Node) WaitRollout(ctx context.Context, ns, name string, timeout time.Duration) error {
+	return WaitFor(ctx, timeout, "rollout of "+ns+"/"+name, func() error { return n.RolloutDone(ctx, ns, name) })
 }
 
-// rolloutDone tells whether the Deployment has rolled out, with the
+// RolloutDone tells whether the Deployment has rolled out, with the
 // reason when not.
-func (n *node) rolloutDone(ctx context.Context, ns, name string) error {
-	d, err := n.client().AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+func (n *Node) RolloutDone(ctx context.Context, ns, name string) error {
+	d, err := n.Client().AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func (n *node) rolloutDone(ctx context.Context, ns, name string) error {
 		return err
 	}
 	// Old pods that are terminating still count as replicas until gone.
-	pods, err := n.podsOf(ctx, ns, d.Spec.Selector.MatchLabels)
+	pods, err := n.PodsOf(ctx, ns, d.Spec.Selector.MatchLabels)
 	if err != nil {
 		return err
 	}
@@ -94,28 +95,28 @@ func rolledOut(d *appsv1.Deployment) error {
 	return nil
 }
 
-// podsOf lists the pods with the labels, terminating ones included.
-func (n *node) podsOf(ctx context.Context, ns string, labels map[string]string) ([]corev1.Pod, error) {
+// PodsOf lists the pods with the labels, terminating ones included.
+func (n *Node) PodsOf(ctx context.Context, ns string, labels map[string]string) ([]corev1.Pod, error) {
 	var sel []string
 	for k, v := range labels {
 		sel = append(sel, k+"="+v)
 	}
-	list, err := n.client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: strings.Join(sel, ",")})
+	list, err := n.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: strings.Join(sel, ",")})
 	if err != nil {
 		return nil, err
 	}
 	return list.Items, nil
 }
 
-// waitPodsReady waits until each named pod is Running and Ready.
-func (n *node) waitPodsReady(ctx context.Context, ns string, names ...string) error {
+// WaitPodsReady waits until each named pod is Running and Ready.
+func (n *Node) WaitPodsReady(ctx context.Context, ns string, names ...string) error {
 	for _, name := range names {
-		err := waitFor(ctx, 3*time.Minute, "pod "+ns+"/"+name+" Ready", func() error {
-			p, err := n.client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		err := WaitFor(ctx, 3*time.Minute, "pod "+ns+"/"+name+" Ready", func() error {
+			p, err := n.Client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			if !podReady(p) {
+			if !PodReady(p) {
 				return fmt.Errorf("phase %s", p.Status.Phase)
 			}
 			return nil
@@ -127,7 +128,8 @@ func (n *node) waitPodsReady(ctx context.Context, ns string, names ...string) er
 	return nil
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady tells whether the pod is Ready.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -136,10 +138,10 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// logs returns a pod's container log as kubelet stored it (the API server
+// Logs returns a pod's container log as kubelet stored it (the API server
 // reaches kubelet for it).
-func (n *node) logs(ctx context.Context, ns, pod string) (string, error) {
-	b, err := n.client().CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Raw()
+func (n *Node) Logs(ctx context.Context, ns, pod string) (string, error) {
+	b, err := n.Client().CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).Do(ctx).Raw()
 	if err != nil {
 		return "", fmt.Errorf("logs of %s/%s: %w", ns, pod, err)
 	}
@@ -147,7 +149,7 @@ func (n *node) logs(ctx context.Context, ns, pod string) (string, error) {
 }
 
 // importImage loads an image tarball into containerd's k8s.io namespace.
-func (n *node) importImage(ctx context.Context, tar string) error {
+func (n *Node) importImage(ctx context.Context, tar string) error {
 	out, err := exec.CommandContext(ctx, "ctr", "--address", n.sock, "-n", "k8s.io", "images", "import", tar).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ctr images import %s: %w: %s", tar, err, out)
@@ -155,16 +157,16 @@ func (n *node) importImage(ctx context.Context, tar string) error {
 	return nil
 }
 
-// overlay writes a kustomization in the state directory that takes a
+// Overlay writes a kustomization in the state directory that takes a
 // deploy/ tree as it is and changes only what this cluster needs: the
 // image tag, the kube-dns address inside the namespace's Service range, and
 // extra patches; it returns the directory for kubectl apply -k.
-func overlay(name, tree, tag string, extra string) (string, error) {
+func Overlay(name, tree, tag string, extra string) (string, error) {
 	root, err := kubeapi.RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	dir := path("overlays", name)
+	dir := Path("overlays", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -185,7 +187,7 @@ patches:
       - op: replace
         path: /spec/clusterIP
         value: %s
-%s`, rel, tag, dnsVIP, extra)
+%s`, rel, tag, DNSVIP, extra)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		return "", err
 	}

@@ -1,4 +1,4 @@
-package main
+package thresholds
 
 import (
 	"context"
@@ -14,6 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/schemadns/schemadns/test/e2e/cluster"
+	"github.com/schemadns/schemadns/test/e2e/manifests"
+	"github.com/schemadns/schemadns/test/e2e/scenario"
+	"github.com/schemadns/schemadns/test/e2e/scenario/loadlog"
 	"github.com/schemadns/schemadns/test/procstat"
 )
 
@@ -53,7 +57,7 @@ type relistResult struct {
 	// apiPeak is the restarted API server's peak RSS, read after settling.
 	apiPeak int64
 	// client counts the lookups from the API server's stop to the end.
-	client counts
+	client loadlog.Counts
 }
 
 // dnsPodMem is one DNS pod through the measurement.
@@ -78,94 +82,94 @@ type dnsPodMem struct {
 // measureRelist deploys one server alone, lets the client resolve
 // through it, reads its memory, forces every informer to list again and
 // reads what that cost.
-func (e *e2e) measureRelist(ctx context.Context, srv relistServer) error {
-	if e.thr == nil {
+func (th *Thresholds) measureRelist(ctx context.Context, srv relistServer) error {
+	if th.thr == nil {
 		return fmt.Errorf("S5 was not loaded")
 	}
 	res := &relistResult{server: srv}
-	e.thr.results = append(e.thr.results, res)
-	if err := e.removeDNS(ctx); err != nil {
+	th.thr.results = append(th.thr.results, res)
+	if err := th.removeDNS(ctx); err != nil {
 		return err
 	}
-	oom, err := e.n.watchOOM(ctx)
+	oom, err := th.Cluster.WatchOOM(ctx)
 	if err != nil {
 		return err
 	}
 	stopped := false
 	stopOOM := func() map[string]int {
 		if stopped {
-			return oom.counts()
+			return oom.Counts()
 		}
 		stopped = true
-		return oom.stop()
+		return oom.Stop()
 	}
 	defer stopOOM()
 	applied := time.Now()
-	if err := e.deployServer(ctx, srv, res); err != nil {
+	if err := th.deployServer(ctx, srv, res); err != nil {
 		return err
 	}
-	if err := e.waitServing(ctx, oom); err != nil {
+	if err := th.waitServing(ctx, oom); err != nil {
 		res.notReady = err.Error()
-		e.logf("%s never served S5: %v", srv.name, err)
-		e.collectPods(ctx, res, stopOOM())
-		e.assertRelist(res)
+		th.Logf("%s never served S5: %v", srv.name, err)
+		th.collectPods(ctx, res, stopOOM())
+		th.assertRelist(res)
 		return nil
 	}
 	res.synced = time.Since(applied)
-	e.logf("%s: serving S5 %.0f s after the apply", srv.name, res.synced.Seconds())
-	if err := e.startClient(ctx); err != nil {
+	th.Logf("%s: serving S5 %.0f s after the apply", srv.name, res.synced.Seconds())
+	if err := th.startClient(ctx); err != nil {
 		return err
 	}
-	defer e.deleteClient(ctx)
-	if err := sleepCtx(ctx, steadyFor); err != nil {
+	defer th.deleteClient(ctx)
+	if err := scenario.Sleep(ctx, steadyFor); err != nil {
 		return err
 	}
-	if err := e.readSteady(ctx, res); err != nil {
+	if err := th.readSteady(ctx, res); err != nil {
 		return err
 	}
-	before := e.ourRelistCounts(ctx, res)
-	offset := auditSize()
+	before := th.ourRelistCounts(ctx, res)
+	offset := cluster.AuditSize()
 	down := time.Now()
-	if err := e.forceRelist(ctx); err != nil {
+	if _, err := th.Cluster.ForceRelist(ctx); err != nil {
 		return err
 	}
 	res.outage = time.Since(down)
-	e.logf("%s: API server back after %.0f s", srv.name, res.outage.Seconds())
+	th.Logf("%s: API server back after %.0f s", srv.name, res.outage.Seconds())
 	back := time.Now()
-	err = waitFor(ctx, relistTimeout, "every informer of every pod listed again", func() error {
-		return e.relistSeen(ctx, res, before, offset)
+	err = cluster.WaitFor(ctx, relistTimeout, "every informer of every pod listed again", func() error {
+		return th.relistSeen(ctx, res, before, offset)
 	})
 	if err == nil {
 		res.relisted = time.Since(back)
-		e.logf("%s: every informer relisted %.0f s after the API server was ready", srv.name, res.relisted.Seconds())
+		th.Logf("%s: every informer relisted %.0f s after the API server was ready", srv.name, res.relisted.Seconds())
 	} else {
-		e.logf("%s: %v", srv.name, err)
+		th.Logf("%s: %v", srv.name, err)
 	}
-	if err := sleepCtx(ctx, settleFor); err != nil {
+	if err := scenario.Sleep(ctx, settleFor); err != nil {
 		return err
 	}
-	if pid, err := controlPlanePID("kube-apiserver"); err == nil {
+	if pid, err := cluster.ControlPlanePID("kube-apiserver"); err == nil {
 		_, res.apiPeak, _ = procstat.RSS(pid)
 	}
-	e.collectPods(ctx, res, stopOOM())
-	if log, err := e.n.logs(ctx, clientNS, "relist-client"); err == nil {
-		res.client = parseLoadLog(log).count(down, time.Now())
+	th.collectPods(ctx, res, stopOOM())
+	if log, err := th.Cluster.Logs(ctx, clientNS, "relist-client"); err == nil {
+		res.client = loadlog.Parse(log).Count(down, time.Now())
 	} else {
-		e.rep.fail("relist: "+srv.name, err.Error())
+		th.Report.Fail("relist: "+srv.name, err.Error())
 	}
-	e.assertRelist(res)
+	th.assertRelist(res)
 	return nil
 }
 
 // removeDNS deletes the cluster DNS Deployment, if any, and waits until
 // its pods are gone, so that the next server runs alone.
-func (e *e2e) removeDNS(ctx context.Context) error {
-	err := e.n.client().AppsV1().Deployments(dnsNS).Delete(ctx, dnsDeploy, metav1.DeleteOptions{})
+func (th *Thresholds) removeDNS(ctx context.Context) error {
+	err := th.Cluster.Client().AppsV1().Deployments(scenario.DNSNamespace).Delete(ctx, scenario.DNSDeploy, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	return waitFor(ctx, 3*time.Minute, "the DNS pods gone", func() error {
-		pods, err := e.n.podsOf(ctx, dnsNS, map[string]string{"k8s-app": "kube-dns"})
+	return cluster.WaitFor(ctx, 3*time.Minute, "the DNS pods gone", func() error {
+		pods, err := th.Cluster.PodsOf(ctx, scenario.DNSNamespace, map[string]string{"k8s-app": "kube-dns"})
 		if err != nil {
 			return err
 		}
@@ -179,7 +183,7 @@ func (e *e2e) removeDNS(ctx context.Context) error {
 // deployServer applies the server as an operator would: ours through a
 // kustomization of its deploy/ tree (the tag, the kube-dns address, and
 // the limit if one is set), stock as kubeadm's manifests.
-func (e *e2e) deployServer(ctx context.Context, srv relistServer, res *relistResult) error {
+func (th *Thresholds) deployServer(ctx context.Context, srv relistServer, res *relistResult) error {
 	if srv.ours() {
 		extra := ""
 		if srv.limit != "" {
@@ -190,17 +194,17 @@ func (e *e2e) deployServer(ctx context.Context, srv relistServer, res *relistRes
         value: %s
 `, srv.limit)
 		}
-		dir, err := overlay("thresholds-"+strings.NewReplacer("/", "-", ".", "-").Replace(srv.tree)+"-"+srv.limit, srv.tree, e.ourTag, extra)
+		dir, err := cluster.Overlay("thresholds-"+strings.NewReplacer("/", "-", ".", "-").Replace(srv.tree)+"-"+srv.limit, srv.tree, th.OurTag, extra)
 		if err != nil {
 			return err
 		}
-		if _, err := e.n.kubectlRun(ctx, nil, "apply", "-k", dir); err != nil {
+		if _, err := th.Cluster.Kubectl(ctx, nil, "apply", "-k", dir); err != nil {
 			return err
 		}
-	} else if err := e.n.applyManifest(ctx, stockManifest, e.placeholders()); err != nil {
+	} else if err := th.Cluster.ApplyManifest(ctx, manifests.StockCoreDNS, th.Placeholders()); err != nil {
 		return err
 	}
-	d, err := e.n.client().AppsV1().Deployments(dnsNS).Get(ctx, dnsDeploy, metav1.GetOptions{})
+	d, err := th.Cluster.Client().AppsV1().Deployments(scenario.DNSNamespace).Get(ctx, scenario.DNSDeploy, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -211,19 +215,19 @@ func (e *e2e) deployServer(ctx context.Context, srv relistServer, res *relistRes
 // waitServing waits until the Deployment has rolled out and every pod
 // answers the last service and the last pod of S5; it gives up early on
 // a server OOM-killed again and again before it became ready.
-func (e *e2e) waitServing(ctx context.Context, oom *oomWatch) error {
+func (th *Thresholds) waitServing(ctx context.Context, oom *cluster.OOMWatch) error {
 	deadline := time.Now().Add(rolloutTimeout)
 	replicas := 1
-	if d, err := e.n.client().AppsV1().Deployments(dnsNS).Get(ctx, dnsDeploy, metav1.GetOptions{}); err == nil && d.Spec.Replicas != nil {
+	if d, err := th.Cluster.Client().AppsV1().Deployments(scenario.DNSNamespace).Get(ctx, scenario.DNSDeploy, metav1.GetOptions{}); err == nil && d.Spec.Replicas != nil {
 		replicas = int(*d.Spec.Replicas)
 	}
 	for {
-		err := e.n.rolloutDone(ctx, dnsNS, dnsDeploy)
+		err := th.Cluster.RolloutDone(ctx, scenario.DNSNamespace, scenario.DNSDeploy)
 		if err == nil {
 			break
 		}
 		kills := 0
-		for _, n := range oom.counts() {
+		for _, n := range oom.Counts() {
 			kills += n
 		}
 		switch {
@@ -232,21 +236,21 @@ func (e *e2e) waitServing(ctx context.Context, oom *oomWatch) error {
 		case time.Now().After(deadline):
 			return fmt.Errorf("not rolled out in %s: %v (%d OOM kills)", rolloutTimeout, err, kills)
 		}
-		if err := sleepCtx(ctx, time.Second); err != nil {
+		if err := scenario.Sleep(ctx, time.Second); err != nil {
 			return err
 		}
 	}
-	pods, err := e.dnsPods(ctx)
+	pods, err := th.DNSPods(ctx)
 	if err != nil {
 		return err
 	}
 	for _, p := range pods {
 		addr := net.JoinHostPort(p.Status.PodIP, "53")
-		err := waitFor(ctx, answerTimeout, p.Name+" answers S5's last service and pod", func() error {
-			for _, q := range []struct{ name, want string }{{e.thr.probe, e.thr.probeIP}, {e.thr.podName, e.thr.podIP}} {
-				m, err := dnsAsk(addr, "udp", q.name, dns.TypeA)
+		err := cluster.WaitFor(ctx, answerTimeout, p.Name+" answers S5's last service and pod", func() error {
+			for _, q := range []struct{ name, want string }{{th.thr.probe, th.thr.probeIP}, {th.thr.podName, th.thr.podIP}} {
+				m, err := scenario.Ask(addr, "udp", q.name, dns.TypeA)
 				if err != nil || m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 || !strings.HasSuffix(m.Answer[0].String(), "\t"+q.want) {
-					return fmt.Errorf("%s: %s", q.name, summarize(m, err))
+					return fmt.Errorf("%s: %s", q.name, scenario.Summarize(m, err))
 				}
 			}
 			return nil
@@ -259,26 +263,26 @@ func (e *e2e) waitServing(ctx context.Context, oom *oomWatch) error {
 }
 
 // startClient runs the client pod through the kube-dns VIP.
-func (e *e2e) startClient(ctx context.Context) error {
-	quoted := make([]string, len(e.thr.names))
-	for i, n := range e.thr.names {
+func (th *Thresholds) startClient(ctx context.Context) error {
+	quoted := make([]string, len(th.thr.names))
+	for i, n := range th.thr.names {
 		quoted[i] = fmt.Sprintf("%q", n)
 	}
-	repl := e.placeholders()
+	repl := th.Placeholders()
 	repl["NAMES"] = strings.Join(quoted, ", ")
-	if err := e.n.applyManifest(ctx, relistClientManifest, repl); err != nil {
+	if err := th.Cluster.ApplyManifest(ctx, manifests.RelistClient, repl); err != nil {
 		return err
 	}
-	return e.n.waitPodsReady(ctx, clientNS, "relist-client")
+	return th.Cluster.WaitPodsReady(ctx, clientNS, "relist-client")
 }
 
 // deleteClient removes the client pod and waits until it is gone.
-func (e *e2e) deleteClient(ctx context.Context) {
-	pods := e.n.client().CoreV1().Pods(clientNS)
+func (th *Thresholds) deleteClient(ctx context.Context) {
+	pods := th.Cluster.Client().CoreV1().Pods(clientNS)
 	if err := pods.Delete(ctx, "relist-client", metav1.DeleteOptions{}); err != nil {
 		return
 	}
-	_ = waitFor(ctx, time.Minute, "the client gone", func() error {
+	_ = cluster.WaitFor(ctx, time.Minute, "the client gone", func() error {
 		if _, err := pods.Get(ctx, "relist-client", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
@@ -293,17 +297,17 @@ const steadySamples = 5
 
 // readSteady reads each DNS pod's memory before the outage and resets
 // the peaks, its container's and its pod's.
-func (e *e2e) readSteady(ctx context.Context, res *relistResult) error {
-	pods, err := e.dnsPods(ctx)
+func (th *Thresholds) readSteady(ctx context.Context, res *relistResult) error {
+	pods, err := th.DNSPods(ctx)
 	if err != nil {
 		return err
 	}
 	for _, p := range pods {
-		pid, err := e.containerPID(ctx, p)
+		pid, err := th.Cluster.ContainerPID(ctx, p)
 		if err != nil {
 			return err
 		}
-		cg, err := memoryCgroup(pid)
+		cg, err := cluster.MemoryCgroup(pid)
 		if err != nil {
 			return err
 		}
@@ -313,16 +317,16 @@ func (e *e2e) readSteady(ctx context.Context, res *relistResult) error {
 	}
 	for i := range steadySamples {
 		if i > 0 {
-			if err := sleepCtx(ctx, time.Second); err != nil {
+			if err := scenario.Sleep(ctx, time.Second); err != nil {
 				return err
 			}
 		}
 		for _, m := range res.pods {
-			m.steady += readInt(filepath.Join(m.cgroup, "memory.usage_in_bytes")) / steadySamples
+			m.steady += cluster.ReadInt(filepath.Join(m.cgroup, "memory.usage_in_bytes")) / steadySamples
 		}
 	}
 	for _, m := range res.pods {
-		if pid, err := cgroupPID(m.cgroup); err == nil {
+		if pid, err := cluster.CgroupPID(m.cgroup); err == nil {
 			m.rss, _, _ = procstat.RSS(pid)
 		}
 		for _, dir := range []string{m.cgroup, filepath.Dir(m.cgroup)} {
@@ -332,36 +336,25 @@ func (e *e2e) readSteady(ctx context.Context, res *relistResult) error {
 	return nil
 }
 
-// cgroupPID is the first process of a cgroup.
-func cgroupPID(dir string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	if err != nil {
-		return 0, err
-	}
-	var pid int
-	_, err = fmt.Sscan(string(b), &pid)
-	return pid, err
-}
-
 // ourRelistCounts reads each of our pods' relist counters, by pod and
 // resource; nil for stock, which has none.
-func (e *e2e) ourRelistCounts(ctx context.Context, res *relistResult) map[string]map[string]float64 {
+func (th *Thresholds) ourRelistCounts(ctx context.Context, res *relistResult) map[string]map[string]float64 {
 	if !res.server.ours() {
 		return nil
 	}
 	out := map[string]map[string]float64{}
 	for _, p := range res.pods {
-		out[p.name] = e.relistCounters(ctx, p.ip, res.server.informers)
+		out[p.name] = th.relistCounters(ctx, p.ip, res.server.informers)
 	}
 	return out
 }
 
 // relistCounters scrapes coredns_watchcache_relists_total per resource;
 // a resource that could not be read is left out.
-func (e *e2e) relistCounters(ctx context.Context, ip string, resources []string) map[string]float64 {
+func (th *Thresholds) relistCounters(ctx context.Context, ip string, resources []string) map[string]float64 {
 	out := map[string]float64{}
 	for _, r := range resources {
-		v, err := scrapeSum(ctx, "http://"+net.JoinHostPort(ip, "9153")+"/metrics", fmt.Sprintf(`coredns_watchcache_relists_total{resource=%q}`, r))
+		v, err := scenario.ScrapeSum(ctx, "http://"+net.JoinHostPort(ip, "9153")+"/metrics", fmt.Sprintf(`coredns_watchcache_relists_total{resource=%q}`, r))
 		if err == nil {
 			out[r] = v
 		}
@@ -369,25 +362,10 @@ func (e *e2e) relistCounters(ctx context.Context, ip string, resources []string)
 	return out
 }
 
-// forceRelist makes every informer list again: the API server stopped,
-// etcd compacted past every revision a client has seen (CompactEtcd
-// writes twice first), the API server started. Its watch cache then
-// starts from a revision later than any client's, which answers every
-// resumed watch with 410 Gone.
-func (e *e2e) forceRelist(ctx context.Context) error {
-	if err := e.n.api.StopAPIServer(); err != nil {
-		return err
-	}
-	if _, err := e.n.api.CompactEtcd(ctx); err != nil {
-		return err
-	}
-	return e.n.api.StartAPIServer(ctx)
-}
-
 // relistSeen checks that every informer of every pod measured listed
 // after offset in the audit log, and for ours that its counter rose too.
-func (e *e2e) relistSeen(ctx context.Context, res *relistResult, before map[string]map[string]float64, offset int64) error {
-	lists, err := auditLists(offset)
+func (th *Thresholds) relistSeen(ctx context.Context, res *relistResult, before map[string]map[string]float64, offset int64) error {
+	lists, err := cluster.AuditLists(offset)
 	if err != nil {
 		return err
 	}
@@ -396,7 +374,7 @@ func (e *e2e) relistSeen(ctx context.Context, res *relistResult, before map[stri
 		p.relisted = map[string]string{}
 		var after map[string]float64
 		if before != nil {
-			after = e.relistCounters(ctx, p.ip, res.server.informers)
+			after = th.relistCounters(ctx, p.ip, res.server.informers)
 		}
 		for _, r := range res.server.informers {
 			audited := lists[p.ip][r] > 0
@@ -422,10 +400,10 @@ func (e *e2e) relistSeen(ctx context.Context, res *relistResult, before map[stri
 // collectPods reads each DNS pod's peak, OOM kills and restarts. Pods
 // not read at a steady time (a server that never became ready) are
 // added, their peaks since they started.
-func (e *e2e) collectPods(ctx context.Context, res *relistResult, ooms map[string]int) {
-	pods, err := e.n.podsOf(ctx, dnsNS, map[string]string{"k8s-app": "kube-dns"})
+func (th *Thresholds) collectPods(ctx context.Context, res *relistResult, ooms map[string]int) {
+	pods, err := th.Cluster.PodsOf(ctx, scenario.DNSNamespace, map[string]string{"k8s-app": "kube-dns"})
 	if err != nil {
-		e.rep.fail("relist: "+res.server.name, err.Error())
+		th.Report.Fail("relist: "+res.server.name, err.Error())
 		return
 	}
 	byName := map[string]*dnsPodMem{}
@@ -448,33 +426,22 @@ func (e *e2e) collectPods(ctx context.Context, res *relistResult, ooms map[strin
 			m.oomKills = 1 // kubelet saw one the runtime's events did not show
 		}
 		if m.cgroup != "" && cs.ContainerID == m.containerID {
-			m.peak = readInt(filepath.Join(m.cgroup, "memory.max_usage_in_bytes"))
-		} else if dir := podCgroup(m.uid); dir != "" {
-			m.peak, m.peakFromPod = readInt(filepath.Join(dir, "memory.max_usage_in_bytes")), true
+			m.peak = cluster.ReadInt(filepath.Join(m.cgroup, "memory.max_usage_in_bytes"))
+		} else if dir := cluster.PodCgroup(m.uid); dir != "" {
+			m.peak, m.peakFromPod = cluster.ReadInt(filepath.Join(dir, "memory.max_usage_in_bytes")), true
 		}
 	}
-}
-
-// podCgroup is the memory cgroup of the pod with uid, or "".
-func podCgroup(uid string) string {
-	root := filepath.Join(cgroupFS, "memory", cgroupName, "kubepods")
-	for _, pattern := range []string{"*/pod" + uid, "pod" + uid} {
-		if m, _ := filepath.Glob(filepath.Join(root, pattern)); len(m) > 0 {
-			return m[0]
-		}
-	}
-	return ""
 }
 
 // assertRelist records the run's checks for one server: every informer
 // relisted, and ours never OOM-killed nor restarted. Stock's kills are
 // the figure the comparison is about, not a failure of this run.
-func (e *e2e) assertRelist(res *relistResult) {
+func (th *Thresholds) assertRelist(res *relistResult) {
 	const section = "the relist at S5"
 	srv := res.server
 	kills, restarts := res.totals()
 	if res.notReady == "" {
-		e.rep.assert(section, srv.name+": every informer of every replica listed again after the outage", res.relisted > 0,
+		th.Report.Assert(section, srv.name+": every informer of every replica listed again after the outage", res.relisted > 0,
 			"%s", res.relistSummary())
 	}
 	if srv.ours() {
@@ -482,7 +449,7 @@ func (e *e2e) assertRelist(res *relistResult) {
 		if res.notReady != "" {
 			detail += " (" + res.notReady + ")"
 		}
-		e.rep.assert(section, fmt.Sprintf("%s: served S5, not OOM-killed, not restarted (limit %s)", srv.name, res.limit),
+		th.Report.Assert(section, fmt.Sprintf("%s: served S5, not OOM-killed, not restarted (limit %s)", srv.name, res.limit),
 			res.notReady == "" && kills == 0 && restarts == 0, "%s", detail)
 	}
 }

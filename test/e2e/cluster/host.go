@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"errors"
@@ -30,9 +30,17 @@ const (
 	cgroupFS   = "/sys/fs/cgroup"
 )
 
-// outer runs on the host: it clears leftovers, creates the network
-// namespace, runs the inner e2e inside it and clears everything again.
-func outer(o options) error {
+// insideEnv marks the run inside the network namespace.
+const insideEnv = "SCHEMADNS_E2E_INNER"
+
+// Inside tells whether this is the run inside the network namespace.
+func Inside() bool { return os.Getenv(insideEnv) != "" }
+
+// Host runs on the host: it clears leftovers, creates the network
+// namespace, runs this program again inside it (the same arguments) and
+// clears everything again; keep (-keep) leaves the cluster running
+// instead, and deadline (-deadline, 0 for none) bounds the inner run.
+func Host(keep bool, deadline time.Duration) error {
 	if os.Geteuid() != 0 {
 		return errors.New("make e2e runs a kubelet and containerd: run it as root")
 	}
@@ -42,8 +50,8 @@ func outer(o options) error {
 	if err := cleanHost(); err != nil {
 		return fmt.Errorf("clear an earlier run: %w", err)
 	}
-	runErr := runInner(o)
-	if o.keep {
+	runErr := runInner(keep, deadline)
+	if keep {
 		return errors.Join(runErr, announceKept())
 	}
 	return errors.Join(runErr, cleanHost())
@@ -51,7 +59,7 @@ func outer(o options) error {
 
 // runInner creates the namespace and runs this program inside it, passing
 // SIGINT and SIGTERM on so that the inner run stops its children.
-func runInner(o options) error {
+func runInner(keep bool, deadline time.Duration) error {
 	if err := createNetns(); err != nil {
 		return err
 	}
@@ -63,10 +71,10 @@ func runInner(o options) error {
 	// containerd must share the host's mounts (ip netns exec would give
 	// each its own mount namespace).
 	cmd := exec.Command("nsenter", append([]string{"--net=" + netnsPath, self}, os.Args[1:]...)...)
-	cmd.Env = append(os.Environ(), innerEnv+"=1")
+	cmd.Env = append(os.Environ(), insideEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if o.keep {
+	if keep {
 		// A session of its own, with no terminal: the kept cluster's
 		// processes are all below it, and a hangup of ours reaches none.
 		// Our signals are passed on below.
@@ -83,8 +91,8 @@ func runInner(o options) error {
 	// The inner run stops itself at the deadline; should it not, it is
 	// told to a little later, then killed (the cleanup follows either way).
 	var overdue <-chan time.Time
-	if o.deadline > 0 {
-		overdue = time.After(o.deadline + 3*time.Minute)
+	if deadline > 0 {
+		overdue = time.After(deadline + 3*time.Minute)
 	}
 	for {
 		select {
@@ -97,7 +105,7 @@ func runInner(o options) error {
 			fmt.Fprintf(os.Stderr, "e2e: %v: stopping the cluster\n", s)
 			_ = cmd.Process.Signal(s)
 		case <-overdue:
-			fmt.Fprintf(os.Stderr, "e2e: past the deadline (%s): stopping the cluster\n", o.deadline)
+			fmt.Fprintf(os.Stderr, "e2e: past the deadline (%s): stopping the cluster\n", deadline)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			overdue = nil
 			go func() {
