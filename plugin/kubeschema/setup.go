@@ -8,7 +8,6 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
-	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
 	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/compress"
 	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
@@ -70,7 +69,7 @@ func parse(c *caddy.Controller) (*Kubeschema, error) {
 		if k.Zonal && k.opts.noEndpoints {
 			return nil, c.Err("zonal names are made of endpoints: remove noendpoints or zonal")
 		}
-		if err := cacheopts.ShareLimits(c, pluginName, &k.cfg); err != nil {
+		if err := kubesource.ShareLimits(c, pluginName, &k.cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -86,7 +85,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 		}
 		return nil
 	}
-	if ok, err := cacheopts.ParseConnectionOption(c, opt, args, &k.cfg); ok {
+	if ok, err := kubesource.ParseConnectionOption(c, opt, args, &k.cfg); ok {
 		return err
 	}
 	switch opt {

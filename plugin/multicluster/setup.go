@@ -7,7 +7,6 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
-	"github.com/schemadns/schemadns/plugin/pkg/cacheopts"
 	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/compress"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
@@ -69,7 +68,7 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 		if m.forwardZone() == "" {
 			return nil, c.Errf("zones %v: at least one forward zone (such as clusterset.local) is needed, PTR records point into it", m.Zones)
 		}
-		if err := cacheopts.ShareLimits(c, pluginName, &m.cfg); err != nil {
+		if err := kubesource.ShareLimits(c, pluginName, &m.cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -79,7 +78,7 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 func (m *Multicluster) parseOption(c *caddy.Controller) error {
 	opt := c.Val()
 	args := c.RemainingArgs()
-	if ok, err := cacheopts.ParseConnectionOption(c, opt, args, &m.cfg); ok {
+	if ok, err := kubesource.ParseConnectionOption(c, opt, args, &m.cfg); ok {
 		return err
 	}
 	switch opt {

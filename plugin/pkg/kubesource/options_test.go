@@ -1,4 +1,4 @@
-package cacheopts
+package kubesource
 
 import (
 	"os"

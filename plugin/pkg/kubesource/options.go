@@ -1,7 +1,9 @@
-// Package cacheopts parses the Corefile options that every plugin reading
-// the shared cache (plugin/pkg/watchcache) spells the same way: how to
-// reach the API server and the client's limits, ttl and startup_timeout.
-package cacheopts
+package kubesource
+
+// The Corefile options that every plugin reading the shared cache
+// (plugin/pkg/watchcache) spells the same way: how to reach the API
+// server and the client's limits. (ttl and startup_timeout are parsed by
+// each plugin's setup.go, with its own defaults.)
 
 import (
 	"fmt"
