@@ -1,6 +1,7 @@
 package mesosschema
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -37,14 +38,36 @@ var modelShape = mesosstatetest.GenOptions{Seed: 3, Tasks: 150, Frameworks: 6, A
 func TestIncrementalMatchesFullBuild(t *testing.T) {
 	noHost := []string{mesosstate.IPSourceNetInfo, mesosstate.IPSourceDocker}
 	for _, c := range []struct {
-		rfc952 bool
-		ips    []string
-	}{{false, mesosstate.DefaultIPSources}, {true, mesosstate.DefaultIPSources}, {false, noHost}} {
-		t.Run(fmt.Sprint("rfc952=", c.rfc952, ",ips=", c.ips), func(t *testing.T) { checkIncremental(t, c.rfc952, c.ips) })
+		rfc952, decoded bool
+		ips             []string
+	}{{false, false, mesosstate.DefaultIPSources}, {true, false, mesosstate.DefaultIPSources}, {false, false, noHost},
+		{false, true, mesosstate.DefaultIPSources}, {false, true, noHost}} {
+		t.Run(fmt.Sprint("rfc952=", c.rfc952, ",decoded=", c.decoded, ",ips=", c.ips), func(t *testing.T) {
+			checkIncremental(t, c.rfc952, c.ips, c.decoded)
+		})
 	}
 }
 
-func checkIncremental(t *testing.T, rfc952 bool, ips []string) {
+// polled returns what the poller reads of each state: with decoded, the
+// state written as a master writes it and read by one Decoder, which
+// takes the tasks and agents of the same text from the state before;
+// else the state itself.
+func polled(t *testing.T, decoded bool) func(*mesosstate.State) *mesosstate.State {
+	if !decoded {
+		return func(st *mesosstate.State) *mesosstate.State { return st }
+	}
+	dec := mesosstate.NewDecoder()
+	return func(st *mesosstate.State) *mesosstate.State {
+		got, err := dec.Decode(bytes.NewReader(mesosstatetest.Marshal(st)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+}
+
+func checkIncremental(t *testing.T, rfc952 bool, ips []string, decoded bool) {
+	read := polled(t, decoded)
 	rnd := rand.New(rand.NewPCG(5, 8))
 	st := mesosstatetest.Generate(modelShape)
 	// An agent known by host name only: its tasks have no address of
@@ -53,7 +76,7 @@ func checkIncremental(t *testing.T, rfc952 bool, ips []string) {
 	m := testServer(t, &mesosstate.State{Leader: st.Leader}, "10.0.0.10:5050")
 	m.gen.rfc952, m.gen.ipSources = rfc952, ips
 	in, b := newIncremental(&m.gen), &builder{m: m}
-	b.offer(in.next(st), testNow)
+	b.offer(in.next(read(st)), testNow)
 	b.Apply()
 	partial := 0
 	for round := range 200 {
@@ -61,12 +84,12 @@ func checkIncremental(t *testing.T, rfc952 bool, ips []string) {
 		frozen := dump(m, cur)
 		for range rnd.IntN(3) { // offered, not applied: folded into the next
 			mutate(rnd, st)
-			b.offer(in.next(st), testNow)
+			b.offer(in.next(read(st)), testNow)
 		}
 		for range 1 + rnd.IntN(4) {
 			mutate(rnd, st)
 		}
-		g := in.next(st)
+		g := in.next(read(st))
 		if g.partial {
 			partial++
 		}
@@ -87,7 +110,7 @@ func checkIncremental(t *testing.T, rfc952 bool, ips []string) {
 			t.Fatalf("round %d: %d tasks counted, a full build counts %d", round, in.tasks, generate(st, &full.gen, nil).tasks)
 		}
 		next := m.Snapshot()
-		b.offer(in.next(st), testNow)
+		b.offer(in.next(read(st)), testNow)
 		b.Apply()
 		if m.Snapshot() != next {
 			t.Fatalf("round %d: the same state again published a snapshot", round)

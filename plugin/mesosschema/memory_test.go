@@ -114,7 +114,7 @@ func TestPollMemory(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		peak, _ := peakHeap(func() {
 			_, err = client.Fetch(context.Background(), func(b io.Reader, _ string) (string, error) {
-				s, err := decodeState(b)
+				s, err := mesosstate.NewDecoder().Decode(b)
 				st = s
 				return "", err
 			})

@@ -2,7 +2,10 @@ package mesosschema
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -61,18 +64,29 @@ func benchServer(b *testing.B, st *mesosstate.State) *Mesosschema {
 	return m
 }
 
-// BenchmarkPollChange is the CPU of the records of a poll in which 1% or
-// 10% of the running tasks changed (moved to another agent), on the M1
-// shape (BenchShape) and the M2 shape (BenchShapeWorst): a full rebuild
-// (generate, then Apply's diff against the published snapshot) and the
-// incremental path (incremental.next, then Apply on the names it lists),
-// measured in the same loop, one poll of each an iteration, so that the
-// ratio is of one run on one machine's load. CPU is the process's (user
-// and system, the GC's included), not wall time. Decoding, the same for
-// both, is BenchmarkPollDecode. The states alternate, so that every poll
-// brings a change. decode-cpu-ms/poll is decodeState's CPU on the same
-// states' bodies, which a poll pays either way, and poll-ratio the whole
-// poll's (decode and records) incremental to full.
+// BenchmarkPollChange is the CPU of a whole poll that brings a new state
+// in which 1% or 10% of the running tasks changed (moved to another
+// agent), on the M1 shape (BenchShape) and the M2 shape (BenchShapeWorst):
+// the state's decoding, its records and their publication. Two paths, in
+// the same loop, one poll of each an iteration, so that their ratio is of
+// one run on one machine's load:
+//
+//   - full: the state decoded whole (mesosstate.Decode, which keeps
+//     nothing between states) and its records made whole (generate, then
+//     Apply's diff against the published snapshot): a poll before the
+//     decoder and the incremental build;
+//   - poll: the poller's path, a Decoder that takes the tasks whose text
+//     is the last state's, incremental.next, and Apply on the names it
+//     lists.
+//
+// CPU is the process's (user and system, the GC's included), not wall
+// time. poll-ratio is poll to full; decode-* and build-ratio are the
+// parts. answer-p50-ms is the median wall time of the poller's path, from
+// the body read to the new snapshot published (the fetch not included).
+// gunzip-cpu-ms/poll is the CPU of decompressing the body, which both
+// paths pay when the master compresses it (and neither when the state is
+// the same bytes as the last: the client skips it). The states alternate,
+// so that every poll brings a change.
 //
 //	go test -run '^$' -bench PollChange -benchtime 20x ./plugin/mesosschema
 func BenchmarkPollChange(b *testing.B) {
@@ -87,26 +101,39 @@ func BenchmarkPollChange(b *testing.B) {
 	}
 }
 
+// pollCosts sums the CPU of each part of the polls of benchChange.
+type pollCosts struct {
+	fullDecode, fullBuild, decode, build, gunzip time.Duration
+	answers                                      []time.Duration
+}
+
 func benchChange(b *testing.B, states []*mesosstate.State) {
-	fm, im := benchServer(b, states[1]), benchServer(b, states[1])
-	fb, ib, in := &builder{m: fm}, &builder{m: im}, newIncremental(&im.gen)
-	ib.offer(in.next(states[1]), testNow)
-	ib.Apply()
 	bodies := [][]byte{mesosstatetest.Marshal(states[0]), mesosstatetest.Marshal(states[1])}
-	var full, inc, decode time.Duration
+	zipped := [][]byte{gzipped(b, bodies[0]), gzipped(b, bodies[1])}
+	fm, im := benchServer(b, states[1]), benchServer(b, states[1])
+	fb, ib, in, dec := &builder{m: fm}, &builder{m: im}, newIncremental(&im.gen), mesosstate.NewDecoder()
+	first, err := dec.Decode(bytes.NewReader(bodies[1]))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ib.offer(in.next(first), testNow)
+	ib.Apply()
+	var c pollCosts
 	i := 0
 	for b.Loop() {
-		st := states[i%2]
-		decode += cpu(b, func() {
-			if _, err := decodeState(bytes.NewReader(bodies[i%2])); err != nil {
-				b.Fatal(err)
-			}
-		})
-		full += cpu(b, func() {
+		body := bodies[i%2]
+		c.gunzip += cpu(b, func() { gunzip(b, zipped[i%2]) })
+		var st *mesosstate.State
+		c.fullDecode += cpu(b, func() { st = decodeOrFail(b, func() (*mesosstate.State, error) { return mesosstate.Decode(body) }) })
+		c.fullBuild += cpu(b, func() {
 			fb.offer(generate(st, &fm.gen, nil), testNow)
 			fb.Apply()
 		})
-		inc += cpu(b, func() {
+		start := time.Now()
+		c.decode += cpu(b, func() {
+			st = decodeOrFail(b, func() (*mesosstate.State, error) { return dec.Decode(bytes.NewReader(body)) })
+		})
+		c.build += cpu(b, func() {
 			g := in.next(st)
 			if !g.partial {
 				b.Fatal("the incremental path built the state whole")
@@ -114,13 +141,54 @@ func benchChange(b *testing.B, states []*mesosstate.State) {
 			ib.offer(g, testNow)
 			ib.Apply()
 		})
+		c.answers = append(c.answers, time.Since(start))
 		i++
 	}
-	b.ReportMetric(float64(full.Milliseconds())/float64(i), "full-cpu-ms/poll")
-	b.ReportMetric(float64(inc.Milliseconds())/float64(i), "incr-cpu-ms/poll")
-	b.ReportMetric(float64(inc)/float64(full), "ratio")
-	b.ReportMetric(float64(decode.Milliseconds())/float64(i), "decode-cpu-ms/poll")
-	b.ReportMetric(float64(decode+inc)/float64(decode+full), "poll-ratio")
+	c.report(b, i)
+}
+
+func (c *pollCosts) report(b *testing.B, polls int) {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(polls) }
+	full, poll := c.fullDecode+c.fullBuild, c.decode+c.build
+	b.ReportMetric(ms(full), "full-cpu-ms/poll")
+	b.ReportMetric(ms(poll), "poll-cpu-ms/poll")
+	b.ReportMetric(float64(poll)/float64(full), "poll-ratio")
+	b.ReportMetric(ms(c.fullDecode), "decode-full-ms/poll")
+	b.ReportMetric(ms(c.decode), "decode-ms/poll")
+	b.ReportMetric(float64(c.build)/float64(c.fullBuild), "build-ratio")
+	b.ReportMetric(ms(c.gunzip), "gunzip-cpu-ms/poll")
+	slices.Sort(c.answers)
+	b.ReportMetric(float64(c.answers[len(c.answers)/2].Microseconds())/1000, "answer-p50-ms")
+}
+
+func decodeOrFail(b *testing.B, decode func() (*mesosstate.State, error)) *mesosstate.State {
+	st, err := decode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st
+}
+
+func gzipped(b *testing.B, body []byte) []byte {
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	if _, err := w.Write(body); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func gunzip(b *testing.B, zipped []byte) {
+	r, err := gzip.NewReader(bytes.NewReader(zipped))
+	if err == nil {
+		_, err = io.Copy(io.Discard, r)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
 }
 
 // cpu is the process's CPU time f takes.

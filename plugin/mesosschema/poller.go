@@ -34,8 +34,11 @@ type poller struct {
 	// client may then report unchanged. Owned by the poll goroutine.
 	emptied int
 	held    *mesosstate.State
-	// inc makes each state's records at the cost of what changed (nil
-	// until the first state). Owned by the poll goroutine.
+	// dec reads each state at the cost of what changed since the last
+	// (the tasks and agents of the same text are not decoded again), and
+	// inc makes its records at the cost of what changed (nil until the
+	// first state). Owned by the poll goroutine.
+	dec *mesosstate.Decoder
 	inc *incremental
 
 	// first is closed once a state has been offered; lastErr is why none
@@ -66,7 +69,7 @@ type poller struct {
 const holdPolls = 3
 
 func newPoller(m *Mesosschema, client *mesosmaster.Client) *poller {
-	p := &poller{m: m, client: client, first: make(chan struct{})}
+	p := &poller{m: m, client: client, dec: mesosstate.NewDecoder(), first: make(chan struct{})}
 	p.b = &builder{m: m}
 	return p
 }
@@ -149,8 +152,7 @@ func (p *poller) poll(ctx context.Context) {
 	var st *mesosstate.State
 	res, err := p.client.Fetch(ctx, func(body io.Reader, master string) (string, error) {
 		st = nil
-		in := &countingReader{r: body}
-		s, err := decodeState(in)
+		s, err := p.dec.Decode(body)
 		if err != nil {
 			return "", err
 		}
@@ -159,7 +161,7 @@ func (p *poller) poll(ctx context.Context) {
 			return "", err
 		}
 		st = s
-		metrics.stateBytes.Set(float64(in.n))
+		metrics.stateBytes.Set(float64(p.dec.Stats().Bytes))
 		return leader, nil
 	})
 	metrics.pollSeconds.Observe(time.Since(start).Seconds())

@@ -4,20 +4,16 @@
 //
 // A master's state is large (a few kilobytes of JSON per task: resources,
 // executors, health checks, container specs) and is fetched again on every
-// poll. The types here hold only the fields DNS reads; encoding/json skips
-// the rest while decoding, so they are never allocated. Each field added
-// costs memory per task at every poll: add one only when a record needs it.
-// The omitempty tags are for writers of test states (mesosstatetest): they
-// leave out what a master leaves out.
+// poll. The types here hold only the fields DNS reads; the decoder skips
+// the rest, so they are never allocated. Each field added costs memory
+// per task at every poll: add one only when a record needs it. The JSON
+// tags are the state's grammar: Decode and Decoder (decoder.go) read the
+// state's own objects by them, and json.Unmarshal the tasks and agents.
+// The omitempty tags are for writers of test states (mesosstatetest):
+// they leave out what a master leaves out.
 package mesosstate
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-)
+import "errors"
 
 var (
 	// ErrEmpty: the body holds nothing but white space.
@@ -182,57 +178,6 @@ type DiscoveryPort struct {
 	Protocol string `json:"protocol,omitempty"`
 	// Labels may say on which network the port is (see IPSourceAuto).
 	Labels *Labels `json:"labels,omitempty"`
-}
-
-// Decode parses a /master/state body. It fails on anything that is not one
-// whole, well-typed state object naming a leader, so a truncated or broken
-// body is never mistaken for a cluster that lost its tasks: the caller
-// keeps its last good state instead. Items DNS cannot use (a task with
-// no name, an agent with a bad PID) are not errors; the caller skips them.
-func Decode(body []byte) (*State, error) {
-	var s *State
-	// json.Unmarshal decodes in place and rejects trailing data itself; a
-	// json.Decoder would first copy the whole body into its buffer. It is
-	// used only to tell the failures apart.
-	if err := json.Unmarshal(body, &s); err != nil {
-		return nil, classify(body, err)
-	}
-	if s == nil {
-		return nil, ErrNotObject
-	}
-	if s.Leader == "" {
-		return nil, ErrNoLeader
-	}
-	if _, err := ParsePID(s.Leader); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadLeader, err)
-	}
-	return s, nil
-}
-
-// classify turns json.Unmarshal's error on body into one of ours, reading
-// body again with a json.Decoder, which stops at the end of the first
-// value and so tells an incomplete value from a complete one followed by
-// more data.
-func classify(body []byte, err error) error {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 {
-		return ErrEmpty
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var v json.RawMessage
-	switch derr := dec.Decode(&v); {
-	case errors.Is(derr, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%w: the body ends, at %d bytes, inside the JSON value", ErrTruncated, len(body))
-	case derr != nil:
-		return fmt.Errorf("%w: %w", ErrMalformed, derr)
-	case trimmed[0] != '{':
-		return ErrNotObject
-	}
-	if _, terr := dec.Token(); terr != io.EOF {
-		return fmt.Errorf("%w at byte %d", ErrTrailingData, dec.InputOffset())
-	}
-	// A whole object, alone: the error is a wrong type inside it.
-	return fmt.Errorf("%w: %w", ErrMalformed, err)
 }
 
 // taskRunning is the state of a running task, and of the status that
