@@ -21,6 +21,8 @@ type Proxy struct {
 	resume  chan struct{} // closed when a stall ends
 }
 
+// NewProxy listens on a loopback port of its own and forwards each
+// connection to target.
 func NewProxy(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -31,7 +33,10 @@ func NewProxy(target string) (*Proxy, error) {
 	return p, nil
 }
 
+// Addr is the address the servers under test dial.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Close stops accepting; open connections stay until either end closes.
 func (p *Proxy) Close() error { return p.ln.Close() }
 
 func (p *Proxy) accept() {

@@ -16,7 +16,7 @@ import (
 
 // The churn: client-go writers rewrite EndpointSlices and Services as fast
 // as the API server takes them while a checker asks both servers for every
-// rewritten name and judges each answer (tracked.judge); probers time the
+// rewritten name and judges each answer (tracked.Service.judge); probers time the
 // programming latency on services of their own; the servers' peak RSS is
 // their VmHWM from the start of the writing.
 
