@@ -63,7 +63,7 @@ func inner(o options) error {
 func run(ctx context.Context, o options, env *scenario.Env) error {
 	cfg := cluster.Default
 	if o.thresholds() {
-		cfg = thresholds.Cluster
+		cfg = thresholds.ClusterConfig
 	}
 	var err error
 	env.Cluster, err = cluster.Start(ctx, cfg, o.keep, env.Logf)

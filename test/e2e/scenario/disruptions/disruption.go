@@ -10,8 +10,11 @@
 //
 // A disruption (disruption.go) is one thing done to the cluster (acts.go)
 // while the clients resolve; disrupt counts each client's lookups from
-// 3 s before it until the cluster has been whole again for a while, and
-// checks them against the disruption's target.
+// 3 s before it until the cluster has been whole again for a while
+// (package loadlog reads them from the clients' logs), checks them
+// against the disruption's target and keeps them as a row of the table.
+// run.go puts the disruptions in the order of each setup; section.go
+// writes the table.
 package disruptions
 
 import (

@@ -1,10 +1,13 @@
-// Package thresholds is the e2e run's thresholds scenario.
-//
-// A thresholds run (make e2e SCALE=thresholds) loads S5, the Kubernetes
+// Package thresholds is the e2e run's thresholds scenario. A thresholds
+// run (make e2e SCALE=thresholds) loads S5, the Kubernetes
 // scalability thresholds (package clustershape), into the one-node
 // cluster once, then measures each DNS server in turn through a relist of
 // every informer it runs: its memory against its limit, its OOM kills and
 // restarts, and what a client resolving through the kube-dns VIP saw.
+//
+// thresholds.go loads S5 and names the servers; measure.go measures one
+// server; section.go writes the run's section of the report (on its own
+// page and, spliced, on docs/e2e.md) and its figures as JSON.
 package thresholds
 
 import (
@@ -36,14 +39,14 @@ const serviceCIDRv6 = "fd00:198:19::/112"
 // with S5 loaded, the relists, a minute settling), with room.
 const Deadline = 150 * time.Minute
 
-// Cluster is the cluster of a thresholds run: dual-stack Services, the
+// ClusterConfig is the cluster of a thresholds run: dual-stack Services, the
 // DNS servers' lists audited (cluster.DNSAuditPolicy), time for the API
 // server to come back with S5 loaded, and a node that stays Ready through
 // the outage: after its grace period without the kubelet's lease, which
 // cannot be renewed while the API server is down, the node lifecycle
 // controller would mark the node and its pods not ready, and the DNS pods
 // would leave the kube-dns endpoints for a reason of the harness's making.
-var Cluster = cluster.Config{
+var ClusterConfig = cluster.Config{
 	ServiceCIDRs:    cluster.ServiceCIDR + "," + serviceCIDRv6,
 	AuditPolicy:     cluster.DNSAuditPolicy,
 	APIReady:        20 * time.Minute,

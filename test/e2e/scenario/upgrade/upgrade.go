@@ -21,7 +21,8 @@ import (
 	"github.com/schemadns/schemadns/test/e2e/scenario"
 )
 
-// Upgrade is the scenario; it keeps nothing between runs but the Env.
+// Upgrade is the scenario on a cluster; the phases it counts are its
+// run's own, so it keeps no state beyond the Env.
 type Upgrade struct {
 	*scenario.Env
 }
