@@ -11,19 +11,18 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
 // cacheReader is what the builder and the query path read of the cache;
-// *watchcache.Handle implements it.
+// *kubesource.Handle implements it.
 type cacheReader interface {
-	Services() []*watchcache.Service
-	Service(ns, name string) *watchcache.Service
-	SlicesForService(ns, name string) []*watchcache.EndpointSlice
-	Namespace(name string) *watchcache.Namespace
-	PodsByIP(a netip.Addr) []*watchcache.Pod
-	ServiceCIDRs() []*watchcache.ServiceCIDR
+	Services() []*kubesource.Service
+	Service(ns, name string) *kubesource.Service
+	SlicesForService(ns, name string) []*kubesource.EndpointSlice
+	Namespace(name string) *kubesource.Namespace
+	PodsByIP(a netip.Addr) []*kubesource.Pod
+	ServiceCIDRs() []*kubesource.ServiceCIDR
 }
 
 // builder turns cache events into new snapshots. Events only mark services
@@ -47,19 +46,19 @@ func newBuilder(k *Kubeschema, h cacheReader) *builder {
 }
 
 // Mark records a cache event (kubesource.Builder): quick, never blocks.
-func (b *builder) Mark(ev watchcache.Event) bool {
+func (b *builder) Mark(ev kubesource.Event) bool {
 	switch ev.Resource {
-	case watchcache.Services, watchcache.EndpointSlices:
+	case kubesource.Services, kubesource.EndpointSlices:
 		if ev.Service == "" {
 			return false // a slice without a service-name label belongs to no service
 		}
 		b.marks.Mark(kubesource.Key{Namespace: ev.Namespace, Name: ev.Service}, ev.Changed)
-	case watchcache.Namespaces:
+	case kubesource.Namespaces:
 		if b.k.opts.namespaceLabels == nil {
 			return false
 		}
 		b.marks.MarkNamespace(ev.Namespace)
-	case watchcache.ServiceCIDRs:
+	case kubesource.ServiceCIDRs:
 		b.marks.MarkRanges()
 	default:
 		return false
@@ -121,7 +120,7 @@ func (b *builder) Apply() {
 	}
 	b.k.Publish(e.Done())
 	for key, changed := range marks.Keys {
-		kind := watchcache.HeadlessWithoutSelector
+		kind := kubesource.HeadlessWithoutSelector
 		if svc := b.cache.Service(key.Namespace, key.Name); svc != nil {
 			kind = svc.Kind
 		}
@@ -163,7 +162,7 @@ func (b *builder) rebuild(e *dnszone.Edit, key kubesource.Key) {
 }
 
 // put adds svc's facts and PTR entries, if it is served and has a name.
-func (b *builder) put(e *dnszone.Edit, ns string, svc *watchcache.Service) {
+func (b *builder) put(e *dnszone.Edit, ns string, svc *kubesource.Service) {
 	if facts := b.facts(ns, svc); facts != nil {
 		e.Put(facts)
 		e.AddPTRs(facts)
@@ -171,7 +170,7 @@ func (b *builder) put(e *dnszone.Edit, ns string, svc *watchcache.Service) {
 }
 
 // facts are svc's facts; nil when it is not served or has no name.
-func (b *builder) facts(ns string, svc *watchcache.Service) *dnszone.Facts {
+func (b *builder) facts(ns string, svc *kubesource.Service) *dnszone.Facts {
 	if svc == nil || !b.k.serves(b.cache, ns) {
 		return nil
 	}
@@ -180,26 +179,26 @@ func (b *builder) facts(ns string, svc *watchcache.Service) *dnszone.Facts {
 
 // buildInput is one service with its served endpoints.
 type buildInput struct {
-	svc       *watchcache.Service
+	svc       *kubesource.Service
 	endpoints []kubesource.EndpointAddr
 	// slices are the service's slices, whose ports are the endpoints': for
 	// a headless service clients connect to these, not to the service
 	// port.
-	slices []*watchcache.EndpointSlice
+	slices []*kubesource.EndpointSlice
 }
 
 // input gathers a service's served endpoints from its slices.
-func (b *builder) input(svc *watchcache.Service) buildInput {
+func (b *builder) input(svc *kubesource.Service) buildInput {
 	in := buildInput{svc: svc}
-	if svc.Kind == watchcache.ExternalName || b.k.opts.noEndpoints {
+	if svc.Kind == kubesource.ExternalName || b.k.opts.noEndpoints {
 		return in
 	}
-	if svc.Kind == watchcache.ClusterIP && !b.k.opts.ignoreEmptyService {
+	if svc.Kind == kubesource.ClusterIP && !b.k.opts.ignoreEmptyService {
 		return in
 	}
 	slices := b.cache.SlicesForService(svc.Namespace(), svc.Name())
 	in.endpoints = kubesource.ServedEndpoints(slices, svc.PublishNotReady, nil)
-	if svc.Kind == watchcache.ClusterIP {
+	if svc.Kind == kubesource.ClusterIP {
 		return in // only whether any endpoint is ready matters
 	}
 	in.slices = slices
@@ -212,12 +211,12 @@ func serviceFacts(in buildInput, o *options) *dnszone.Facts {
 	svc := in.svc
 	key := svc.Name() + "." + svc.Namespace()
 	switch svc.Kind {
-	case watchcache.ExternalName:
+	case kubesource.ExternalName:
 		if svc.ExternalName == "" {
 			return nil
 		}
 		return dnszone.NewAlias(key, dns.Fqdn(svc.ExternalName))
-	case watchcache.ClusterIP:
+	case kubesource.ClusterIP:
 		if o.ignoreEmptyService && len(in.endpoints) == 0 {
 			return nil
 		}
@@ -280,7 +279,7 @@ func (z *zoneGroups) of(zone string) uint8 {
 // ports are a service's ports for SRV records; a headless service's
 // clients connect to its endpoints' port numbers (slicePorts) when the
 // slices have them.
-func ports(ps []watchcache.Port, slices []*watchcache.EndpointSlice) []dnszone.SRVPort {
+func ports(ps []kubesource.Port, slices []*kubesource.EndpointSlice) []dnszone.SRVPort {
 	out := make([]dnszone.SRVPort, 0, len(ps))
 	for _, p := range ps {
 		number := p.Port
@@ -295,7 +294,7 @@ func ports(ps []watchcache.Port, slices []*watchcache.EndpointSlice) []dnszone.S
 // slicePort is the number of the first port of slices with p's name and
 // protocol. A scan: services have a few ports, and a map per build cost
 // more than the search.
-func slicePort(slices []*watchcache.EndpointSlice, p watchcache.Port) (int32, bool) {
+func slicePort(slices []*kubesource.EndpointSlice, p kubesource.Port) (int32, bool) {
 	for _, s := range slices {
 		for _, sp := range s.Ports {
 			if sp.Name == p.Name && sp.Protocol == p.Protocol {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 )
 
 // TestApplyMatchesFullBuild makes batches of random changes (endpoints
@@ -35,7 +35,7 @@ func TestApplyMatchesFullBuild(t *testing.T) {
 			if rnd.IntN(4) == 0 {
 				delete(src.services, ns+"/"+name)
 			}
-			b.Mark(watchcache.Event{Resource: watchcache.Services, Namespace: ns, Service: name, Changed: time.Now()})
+			b.Mark(kubesource.Event{Resource: kubesource.Services, Namespace: ns, Service: name, Changed: time.Now()})
 		}
 		b.Apply()
 		if got := dump(k, before); got != frozen {
@@ -91,14 +91,14 @@ func TestPrepareMatchesFullBuild(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(5, 6))
 	for _, i := range rnd.Perm(n) {
 		ns, name := src.set(t, i, rnd.IntN(12))
-		b.Mark(watchcache.Event{Resource: watchcache.Services, Namespace: ns, Service: name, Changed: time.Now()})
+		b.Mark(kubesource.Event{Resource: kubesource.Services, Namespace: ns, Service: name, Changed: time.Now()})
 		if rnd.IntN(20) == 0 {
 			b.Prepare()
 		}
 		if rnd.IntN(10) == 0 { // a change to an object listed before
 			j := rnd.IntN(n)
 			ns, name := src.set(t, j, rnd.IntN(12))
-			b.Mark(watchcache.Event{Resource: watchcache.EndpointSlices, Namespace: ns, Service: name, Changed: time.Now()})
+			b.Mark(kubesource.Event{Resource: kubesource.EndpointSlices, Namespace: ns, Service: name, Changed: time.Now()})
 		}
 	}
 	b.Publish()

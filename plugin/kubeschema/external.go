@@ -12,7 +12,6 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
 // kubeschema as the backend of k8s_external (plugin/k8sexternal): the
@@ -70,7 +69,7 @@ func parseExternalName(name, zone string) (externalName, bool) {
 
 // matches tells whether port p is the one the name asks for (any when it
 // names none).
-func (n *externalName) matches(p watchcache.Port) bool {
+func (n *externalName) matches(p kubesource.Port) bool {
 	return (n.port == "" || n.port == p.Name) && (n.proto == "" || n.proto == p.Protocol)
 }
 
@@ -127,18 +126,18 @@ func (k *Kubeschema) namespaceExists(ns string) bool {
 	return k.Snapshot().HasNamespace(ns)
 }
 
-func isHeadless(svc *watchcache.Service) bool {
-	return svc.Kind == watchcache.HeadlessWithSelector || svc.Kind == watchcache.HeadlessWithoutSelector
+func isHeadless(svc *kubesource.Service) bool {
+	return svc.Kind == kubesource.HeadlessWithSelector || svc.Kind == kubesource.HeadlessWithoutSelector
 }
 
 // externalKey is the key of svc's records in zone, in msg.Path form.
-func externalKey(zone string, svc *watchcache.Service) string {
+func externalKey(zone string, svc *kubesource.Service) string {
 	return msg.Path(zone, externalKeyPrefix) + "/" + svc.Namespace() + "/" + svc.Name()
 }
 
 // externalAddrs are svc's external IPs, one msg.Service for each port that
 // the name matches.
-func (k *Kubeschema) externalAddrs(svc *watchcache.Service, n *externalName, key string) []msg.Service {
+func (k *Kubeschema) externalAddrs(svc *kubesource.Service, n *externalName, key string) []msg.Service {
 	ports := portsOrNone(svc.Ports)
 	var out []msg.Service
 	for _, ip := range svc.ExternalIPs() {
@@ -155,12 +154,12 @@ func (k *Kubeschema) externalAddrs(svc *watchcache.Service, n *externalName, key
 // hostname when it has one), one msg.Service for each port of the
 // endpoint's slice that the name matches; the key ends in the hostname,
 // which makes the SRV target <hostname>.<svc>.<ns>.<zone>.
-func (k *Kubeschema) externalEndpoints(svc *watchcache.Service, n *externalName, key string) []msg.Service {
+func (k *Kubeschema) externalEndpoints(svc *kubesource.Service, n *externalName, key string) []msg.Service {
 	if k.opts.noEndpoints {
 		return nil
 	}
 	ss := k.data.SlicesForService(svc.Namespace(), svc.Name())
-	portsOf := make(map[string][]watchcache.Port, len(ss))
+	portsOf := make(map[string][]kubesource.Port, len(ss))
 	for _, s := range ss {
 		portsOf[s.Name()] = portsOrNone(s.Ports)
 	}
@@ -181,9 +180,9 @@ func (k *Kubeschema) externalEndpoints(svc *watchcache.Service, n *externalName,
 
 // portsOrNone is ps, or the one "no port" entry when there are none, so
 // that a service without ports still has its addresses served.
-func portsOrNone(ps []watchcache.Port) []watchcache.Port {
+func portsOrNone(ps []kubesource.Port) []kubesource.Port {
 	if len(ps) == 0 {
-		return []watchcache.Port{{Port: noPort}}
+		return []kubesource.Port{{Port: noPort}}
 	}
 	return ps
 }
@@ -247,7 +246,7 @@ func (k *Kubeschema) ExternalServices(zone string, headless bool) ([]msg.Service
 // listEndpoints adds a headless service's endpoints to m, in
 // ExternalServices's form. The SRV names are those of the slices' named
 // ports, which External matches.
-func (k *Kubeschema) listEndpoints(m map[string][]msg.Service, svc *watchcache.Service, key string) {
+func (k *Kubeschema) listEndpoints(m map[string][]msg.Service, svc *kubesource.Service, key string) {
 	if eps := k.externalEndpoints(svc, &externalName{}, key); len(eps) > 0 {
 		m[key+"/endpoint"] = eps
 	}
@@ -264,11 +263,11 @@ func (k *Kubeschema) listEndpoints(m map[string][]msg.Service, svc *watchcache.S
 }
 
 // slicePorts are the named ports of slices, each once.
-func slicePorts(ss []*watchcache.EndpointSlice) []watchcache.Port {
-	var out []watchcache.Port
+func slicePorts(ss []*kubesource.EndpointSlice) []kubesource.Port {
+	var out []kubesource.Port
 	for _, s := range ss {
 		for _, p := range s.Ports {
-			same := func(q watchcache.Port) bool { return q.Name == p.Name && q.Protocol == p.Protocol }
+			same := func(q kubesource.Port) bool { return q.Name == p.Name && q.Protocol == p.Protocol }
 			if p.Name != "" && !slices.ContainsFunc(out, same) {
 				out = append(out, p)
 			}
@@ -278,4 +277,4 @@ func slicePorts(ss []*watchcache.EndpointSlice) []watchcache.Port {
 }
 
 // portKey is the key of a port's SRV name: _<port>._<proto>.<svc>...
-func portKey(key string, p watchcache.Port) string { return key + "/_" + p.Protocol + "/_" + p.Name }
+func portKey(key string, p kubesource.Port) string { return key + "/_" + p.Protocol + "/_" + p.Name }

@@ -14,7 +14,7 @@ import (
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -54,7 +54,7 @@ type Kubeschema struct {
 	dnszone.Server
 
 	opts     options
-	cfg      watchcache.Config
+	cfg      kubesource.Config
 	upstream *upstream.Upstream
 
 	// data is the cache the snapshot is built from (pods verified reads it
@@ -69,19 +69,19 @@ type Kubeschema struct {
 func (k *Kubeschema) Name() string { return pluginName }
 
 // resources are those the options need watched.
-func (k *Kubeschema) resources() watchcache.Resources {
-	watched := watchcache.Services
+func (k *Kubeschema) resources() kubesource.Resources {
+	watched := kubesource.Services
 	if !k.opts.noEndpoints {
-		watched |= watchcache.EndpointSlices
+		watched |= kubesource.EndpointSlices
 	}
 	if k.opts.namespaceLabels != nil {
-		watched |= watchcache.Namespaces
+		watched |= kubesource.Namespaces
 	}
 	if k.opts.pods == podsVerified {
-		watched |= watchcache.Pods
+		watched |= kubesource.Pods
 	}
 	if k.opts.reverse.auto {
-		watched |= watchcache.ServiceCIDRs
+		watched |= kubesource.ServiceCIDRs
 	}
 	return watched
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -15,34 +15,34 @@ import (
 // scaleSource is a source indexed like the cache, for benchmarks at the
 // scale of docs/benchmarks.md (memSource scans, too slow for 10k).
 type scaleSource struct {
-	services map[string]*watchcache.Service
-	slices   map[string][]*watchcache.EndpointSlice
+	services map[string]*kubesource.Service
+	slices   map[string][]*kubesource.EndpointSlice
 }
 
-func (s *scaleSource) Services() []*watchcache.Service {
-	out := make([]*watchcache.Service, 0, len(s.services))
+func (s *scaleSource) Services() []*kubesource.Service {
+	out := make([]*kubesource.Service, 0, len(s.services))
 	for _, svc := range s.services {
 		out = append(out, svc)
 	}
 	return out
 }
 
-func (s *scaleSource) Service(ns, name string) *watchcache.Service { return s.services[ns+"/"+name] }
-func (s *scaleSource) ServiceCIDRs() []*watchcache.ServiceCIDR     { return nil }
+func (s *scaleSource) Service(ns, name string) *kubesource.Service { return s.services[ns+"/"+name] }
+func (s *scaleSource) ServiceCIDRs() []*kubesource.ServiceCIDR     { return nil }
 
-func (s *scaleSource) SlicesForService(ns, name string) []*watchcache.EndpointSlice {
+func (s *scaleSource) SlicesForService(ns, name string) []*kubesource.EndpointSlice {
 	return s.slices[ns+"/"+name]
 }
 
-func (s *scaleSource) Namespace(string) *watchcache.Namespace { return nil }
+func (s *scaleSource) Namespace(string) *kubesource.Namespace { return nil }
 
-func (s *scaleSource) PodsByIP(netip.Addr) []*watchcache.Pod { return nil }
+func (s *scaleSource) PodsByIP(netip.Addr) []*kubesource.Pod { return nil }
 
 // scaleFixture is the benchmark's cluster: n services of two named ports
 // in namespaces of 100, one in ten headless, each with a slice of 10 ready
 // endpoints (hostnames on the headless ones).
 func scaleFixture(tb testing.TB, n int) *scaleSource {
-	s := &scaleSource{services: map[string]*watchcache.Service{}, slices: map[string][]*watchcache.EndpointSlice{}}
+	s := &scaleSource{services: map[string]*kubesource.Service{}, slices: map[string][]*kubesource.EndpointSlice{}}
 	for i := range n {
 		s.set(tb, i, 10)
 	}
@@ -128,7 +128,7 @@ func BenchmarkApplyOneChange(b *testing.B) {
 			for b.Loop() {
 				n++
 				ns, name := src.set(b, c.i, 10+n%2)
-				bl.Mark(watchcache.Event{Resource: watchcache.EndpointSlices, Namespace: ns, Service: name, Changed: time.Now()})
+				bl.Mark(kubesource.Event{Resource: kubesource.EndpointSlices, Namespace: ns, Service: name, Changed: time.Now()})
 				bl.Apply()
 			}
 		})

@@ -12,7 +12,6 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/compress"
 	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/plugin/pkg/stanza"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -177,7 +176,7 @@ func (k *Kubeschema) parseOption(c *caddy.Controller) error {
 // start connects to the shared cache (see dnszone.Server.Start).
 func (k *Kubeschema) start() error {
 	src := &kubesource.Source{Config: k.cfg, Resources: k.resources(),
-		NewBuilder: func(h *watchcache.Handle) kubesource.Builder { return newBuilder(k, h) }}
+		NewBuilder: func(h *kubesource.Handle) kubesource.Builder { return newBuilder(k, h) }}
 	err := k.Start(changes.Consumer{StartupTimeout: k.opts.startupTimeout, Connect: src.Connect}, metrics)
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 )
 
 func TestParseOptions(t *testing.T) {
@@ -47,7 +47,7 @@ func TestParseOptions(t *testing.T) {
 		!k.Zonal || !o.zonal {
 		t.Errorf("options = %+v cfg = %+v", o, k.cfg)
 	}
-	if l := k.cfg.Limits; l == nil || *l != (watchcache.Limits{QPS: 12.5, Burst: 30, MaxInflight: 4}) {
+	if l := k.cfg.Limits; l == nil || *l != (kubesource.Limits{QPS: 12.5, Burst: 30, MaxInflight: 4}) {
 		t.Errorf("limits = %+v", l)
 	}
 	if !k.Fall.Through("1.0.96.10.in-addr.arpa.") || k.Fall.Through("x.cluster.local.") {
@@ -103,9 +103,9 @@ func TestParseErrors(t *testing.T) {
 // its limits; one that sets none takes the others'; two that set one
 // differently are an error, two that use different connections are not.
 func TestSharedLimits(t *testing.T) {
-	parseAll := func(stanzas ...string) ([]*watchcache.Limits, error) {
+	parseAll := func(stanzas ...string) ([]*kubesource.Limits, error) {
 		first := caddy.NewTestController("dns", "")
-		var out []*watchcache.Limits
+		var out []*kubesource.Limits
 		for _, stanza := range stanzas {
 			c := *first // another server block of the same Corefile
 			c.Dispenser = caddyfile.NewDispenser("Testfile", strings.NewReader(stanza))
@@ -122,10 +122,10 @@ func TestSharedLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got[0] != got[1] || got[1] != got[2] || *got[0] != (watchcache.Limits{QPS: 20, Burst: 40}) {
+	if got[0] != got[1] || got[1] != got[2] || *got[0] != (kubesource.Limits{QPS: 20, Burst: 40}) {
 		t.Errorf("shared limits: %+v %+v %+v", got[0], got[1], got[2])
 	}
-	if got[3] == got[0] || *got[3] != (watchcache.Limits{QPS: 7}) {
+	if got[3] == got[0] || *got[3] != (kubesource.Limits{QPS: 7}) {
 		t.Errorf("another connection's limits: %+v", got[3])
 	}
 	_, err = parseAll("kubeschema {\napiserver_qps 20\n}", "kubeschema {\napiserver_qps 30\n}")

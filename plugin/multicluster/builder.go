@@ -10,20 +10,19 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/changes"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
-// cacheReader is what the builder reads of the cache; *watchcache.Handle
+// cacheReader is what the builder reads of the cache; *kubesource.Handle
 // implements it. The local half (Services and their slices) tells which
 // addresses this cluster already names.
 type cacheReader interface {
-	ServiceImports() []*watchcache.ServiceImport
-	ServiceImport(ns, name string) *watchcache.ServiceImport
-	SlicesForImport(ns, name string) []*watchcache.EndpointSlice
-	Services() []*watchcache.Service
-	Service(ns, name string) *watchcache.Service
-	EndpointSlices() []*watchcache.EndpointSlice
-	SlicesForService(ns, name string) []*watchcache.EndpointSlice
+	ServiceImports() []*kubesource.ServiceImport
+	ServiceImport(ns, name string) *kubesource.ServiceImport
+	SlicesForImport(ns, name string) []*kubesource.EndpointSlice
+	Services() []*kubesource.Service
+	Service(ns, name string) *kubesource.Service
+	EndpointSlices() []*kubesource.EndpointSlice
+	SlicesForService(ns, name string) []*kubesource.EndpointSlice
 }
 
 // builder turns cache events into new snapshots. Events only mark imports
@@ -62,16 +61,16 @@ func newBuilder(m *Multicluster, c cacheReader) *builder {
 }
 
 // Mark records a cache event (kubesource.Builder): quick, never blocks.
-func (b *builder) Mark(ev watchcache.Event) bool {
+func (b *builder) Mark(ev kubesource.Event) bool {
 	switch ev.Resource {
-	case watchcache.ServiceImports, watchcache.EndpointSlices, watchcache.Services:
+	case kubesource.ServiceImports, kubesource.EndpointSlices, kubesource.Services:
 	default:
 		return false
 	}
 	if ev.Import != "" {
 		b.marks.Mark(kubesource.Key{Namespace: ev.Namespace, Name: ev.Import}, ev.Changed)
 	}
-	if ev.Resource != watchcache.ServiceImports && ev.Service != "" {
+	if ev.Resource != kubesource.ServiceImports && ev.Service != "" {
 		b.marks.MarkLocal(kubesource.Key{Namespace: ev.Namespace, Name: ev.Service})
 	}
 	return true
@@ -178,26 +177,26 @@ func mark(set map[netip.Addr]bool, ips []netip.Addr) {
 }
 
 // kindOf is the kind of import key; for a deleted import, the kind it had.
-func (b *builder) kindOf(old *dnszone.Snapshot, key kubesource.Key) watchcache.ServiceKind {
+func (b *builder) kindOf(old *dnszone.Snapshot, key kubesource.Key) kubesource.ServiceKind {
 	if imp := b.cache.ServiceImport(key.Namespace, key.Name); imp != nil {
 		return importKind(imp)
 	}
 	if svc := old.Service(key.Labels()); svc != nil && svc.Kind() == dnszone.Headless {
-		return watchcache.MulticlusterHeadless
+		return kubesource.MulticlusterHeadless
 	}
-	return watchcache.ClusterSetIP
+	return kubesource.ClusterSetIP
 }
 
-func importKind(imp *watchcache.ServiceImport) watchcache.ServiceKind {
+func importKind(imp *kubesource.ServiceImport) kubesource.ServiceKind {
 	if imp.Headless {
-		return watchcache.MulticlusterHeadless
+		return kubesource.MulticlusterHeadless
 	}
-	return watchcache.ClusterSetIP
+	return kubesource.ClusterSetIP
 }
 
 // put adds imp's facts (if it has a name) to e and its PTR candidates to
 // the index; it returns the candidate addresses.
-func (b *builder) put(e *dnszone.Edit, key kubesource.Key, imp *watchcache.ServiceImport) []netip.Addr {
+func (b *builder) put(e *dnszone.Edit, key kubesource.Key, imp *kubesource.ServiceImport) []netip.Addr {
 	if imp == nil {
 		b.report(key, nil)
 		return nil
@@ -220,7 +219,7 @@ func (b *builder) put(e *dnszone.Edit, key kubesource.Key, imp *watchcache.Servi
 // localCluster is the cluster whose endpoints imp prefers: the local one
 // for a headless PreferClose import, when its ID is known; "" otherwise.
 // Without an ID the preference is ignored, and the log says so once.
-func (b *builder) localCluster(imp *watchcache.ServiceImport) string {
+func (b *builder) localCluster(imp *kubesource.ServiceImport) string {
 	if !imp.Headless || !imp.PreferClose {
 		return ""
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -35,7 +35,7 @@ func newBuilt(t *testing.T) *built {
 }
 
 // event delivers events as the cache would after a change, and applies.
-func (x *built) event(evs ...watchcache.Event) {
+func (x *built) event(evs ...kubesource.Event) {
 	for _, ev := range evs {
 		if ev.Changed.IsZero() {
 			ev.Changed = time.Now()
@@ -63,16 +63,16 @@ func (x *built) expect(name string, qtype uint16, rcode int, first string) {
 	}
 }
 
-func svcEvent(ns, name string) watchcache.Event {
-	return watchcache.Event{Resource: watchcache.Services, Namespace: ns, Service: name}
+func svcEvent(ns, name string) kubesource.Event {
+	return kubesource.Event{Resource: kubesource.Services, Namespace: ns, Service: name}
 }
 
-func importEvent(ns, name string) watchcache.Event {
-	return watchcache.Event{Resource: watchcache.ServiceImports, Namespace: ns, Service: name, Import: name}
+func importEvent(ns, name string) kubesource.Event {
+	return kubesource.Event{Resource: kubesource.ServiceImports, Namespace: ns, Service: name, Import: name}
 }
 
-func sliceEvent(ns, svc, imp string) watchcache.Event {
-	return watchcache.Event{Resource: watchcache.EndpointSlices, Namespace: ns, Service: svc, Import: imp}
+func sliceEvent(ns, svc, imp string) kubesource.Event {
+	return kubesource.Event{Resource: kubesource.EndpointSlices, Namespace: ns, Service: svc, Import: imp}
 }
 
 // TestMulticlusterLocalNamesWin follows the PTR record of imported addresses as this
@@ -115,7 +115,7 @@ func TestMulticlusterLocalNamesWin(t *testing.T) {
 // kind is observed.
 func TestMulticlusterImportChanges(t *testing.T) {
 	x := newBuilt(t)
-	setBefore, headlessBefore := sampleCount(watchcache.ClusterSetIP), sampleCount(watchcache.MulticlusterHeadless)
+	setBefore, headlessBefore := sampleCount(kubesource.ClusterSetIP), sampleCount(kubesource.MulticlusterHeadless)
 	serial := x.m.Snapshot().Serial()
 
 	x.src.Add(t, clusterSetIP("ns1", "web", []string{"10.42.0.30"}, port("http", corev1.ProtocolTCP, 80)))
@@ -138,14 +138,14 @@ func TestMulticlusterImportChanges(t *testing.T) {
 	x.expect("1.0.1.10.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, "")
 	x.expect("ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, "")
 
-	if sampleCount(watchcache.ClusterSetIP) <= setBefore || sampleCount(watchcache.MulticlusterHeadless) < headlessBefore+2 {
+	if sampleCount(kubesource.ClusterSetIP) <= setBefore || sampleCount(kubesource.MulticlusterHeadless) < headlessBefore+2 {
 		t.Errorf("programming latency not observed for both kinds")
 	}
 }
 
 // sampleCount is how many changes of kind multicluster has served, as the
 // programming histogram has them.
-func sampleCount(kind watchcache.ServiceKind) uint64 {
+func sampleCount(kind kubesource.ServiceKind) uint64 {
 	families, err := prometheus.DefaultGatherer.Gather()
 	if err != nil {
 		panic(err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 )
 
 // clusterIDProperty is the ClusterProperty (about.k8s.io) that names the
@@ -58,7 +58,7 @@ func (l *learntID) attach(b *builder) {
 func (m *Multicluster) watchClusterID() error {
 	// A handle on the cache's connection, with no informer of its own:
 	// the watcher shares the connection and its apiserver_* limits.
-	h, err := watchcache.Acquire(m.cfg, 0)
+	h, err := kubesource.Acquire(m.cfg, 0)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,7 +50,7 @@ type ClusterIDWatcher struct {
 // NewClusterIDWatcher makes a watcher over h's connection: the same
 // HTTP/2 connection, rate limiter and in-flight limit as the cache's
 // informers (the apiserver_* options). Keep h until the watcher stops.
-func NewClusterIDWatcher(h *watchcache.Handle) (*ClusterIDWatcher, error) {
+func NewClusterIDWatcher(h *kubesource.Handle) (*ClusterIDWatcher, error) {
 	rc, hc := h.Connection()
 	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/test/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +33,7 @@ type apiEnv struct {
 	cl   *kubeapi.Cluster
 	kube kubernetes.Interface
 	ns   string
-	cfg  watchcache.Config
+	cfg  kubesource.Config
 }
 
 func newAPIEnv(t *testing.T, prefix string) *apiEnv {
@@ -45,7 +45,7 @@ func newAPIEnv(t *testing.T, prefix string) *apiEnv {
 	if err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
-	return &apiEnv{ctx: ctx, cl: cl, kube: cl.Client(), ns: ns.Name, cfg: watchcache.Config{Kubeconfig: cl.Kubeconfig}}
+	return &apiEnv{ctx: ctx, cl: cl, kube: cl.Client(), ns: ns.Name, cfg: kubesource.Config{Kubeconfig: cl.Kubeconfig}}
 }
 
 // eventually polls cond until it holds, or fails the test after timeout.
@@ -76,16 +76,16 @@ func (l *idLog) String() string {
 
 // runWatcher runs a ClusterIDWatcher for cfg until the test ends, and
 // waits for its first look.
-func runWatcher(t *testing.T, cfg watchcache.Config) *idLog {
+func runWatcher(t *testing.T, cfg kubesource.Config) *idLog {
 	t.Helper()
 	_, ids := startWatcher(t, cfg)
 	return ids
 }
 
 // startWatcher is runWatcher that also returns the watcher.
-func startWatcher(t *testing.T, cfg watchcache.Config) (*ClusterIDWatcher, *idLog) {
+func startWatcher(t *testing.T, cfg kubesource.Config) (*ClusterIDWatcher, *idLog) {
 	t.Helper()
-	h, err := watchcache.Acquire(cfg, 0)
+	h, err := kubesource.Acquire(cfg, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestClusterIDWatcherForbidden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, ids := startWatcher(t, watchcache.Config{Kubeconfig: kubeconfig})
+	w, ids := startWatcher(t, kubesource.Config{Kubeconfig: kubeconfig})
 	const warning = "cannot read the id.k8s.io ClusterProperty"
 	eventually(t, settle, "a warning", func() bool { return strings.Contains(buf.String(), warning) }, buf.String)
 	eventually(t, settle, "four failed calls", func() bool { return w.failures.Load() >= 4 },

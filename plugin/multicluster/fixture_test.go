@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache/watchcachetest"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -43,9 +43,9 @@ type ep struct {
 // importedSlice is a slice of import imp from cluster (no label when
 // cluster is ""), with one pg port.
 func importedSlice(ns, name, imp, cluster string, pgPort int32, eps ...ep) *discoveryv1.EndpointSlice {
-	labels := map[string]string{watchcache.LabelMultiClusterServiceName: imp}
+	labels := map[string]string{kubesource.LabelMultiClusterServiceName: imp}
 	if cluster != "" {
-		labels[watchcache.LabelSourceCluster] = cluster
+		labels[kubesource.LabelSourceCluster] = cluster
 	}
 	return endpointSlice(ns, name, labels, pgPort, eps...)
 }

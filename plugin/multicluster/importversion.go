@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,7 +20,7 @@ import (
 // The ServiceImport version read is multicluster's choice, not the
 // cache's: the cache lists and watches ServiceImports with the list-watch
 // this file provides, and converts either version.
-func init() { watchcache.Provide(watchcache.ServiceImports, importListWatch) }
+func init() { kubesource.Provide(kubesource.ServiceImports, importListWatch) }
 
 // importGroup is the API group of ServiceImports.
 const importGroup = "multicluster.x-k8s.io"
@@ -43,7 +43,7 @@ type importVersion struct {
 }
 
 // importListWatch lists and watches ServiceImports, for the shared cache
-// (watchcache.Provide), in the version discovery finds, over the cache's
+// (kubesource.Provide), in the version discovery finds, over the cache's
 // connection. The cache converts both versions' objects.
 func importListWatch(rc *rest.Config, hc *http.Client) (*cache.ListWatch, error) {
 	mcs, err := mcsclient.NewForConfigAndClient(rc, hc)

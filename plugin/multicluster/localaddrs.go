@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
 // localAddrs are the addresses this cluster names itself: the cluster IPs
@@ -101,7 +100,7 @@ func sortedDiff(a, b []netip.Addr) (onlyA, onlyB []netip.Addr) {
 	return append(onlyA, a...), append(onlyB, b...)
 }
 
-func appendEndpointAddrs(out []netip.Addr, s *watchcache.EndpointSlice) []netip.Addr {
+func appendEndpointAddrs(out []netip.Addr, s *kubesource.EndpointSlice) []netip.Addr {
 	for _, e := range s.Endpoints {
 		out = append(out, e.Addresses...)
 	}
@@ -109,6 +108,6 @@ func appendEndpointAddrs(out []netip.Addr, s *watchcache.EndpointSlice) []netip.
 }
 
 // isLocal tells a slice of a Service of this cluster from an imported one.
-func isLocal(s *watchcache.EndpointSlice) bool {
+func isLocal(s *kubesource.EndpointSlice) bool {
 	return s.Service != "" && s.MultiClusterService == ""
 }

@@ -11,7 +11,7 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
+	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 )
 
 const pluginName = "multicluster"
@@ -24,7 +24,7 @@ var log = clog.NewWithPlugin(pluginName)
 // watched are the resources read: imports and their slices, and the
 // local Services (with their slices) whose addresses keep their
 // cluster-local PTR records.
-const watched = watchcache.ServiceImports | watchcache.EndpointSlices | watchcache.Services
+const watched = kubesource.ServiceImports | kubesource.EndpointSlices | kubesource.Services
 
 // Multicluster is the plugin handler: the shared zone server (ServeDNS,
 // Transfer, Ready) with the MCS schema's records.
@@ -32,7 +32,7 @@ type Multicluster struct {
 	dnszone.Server
 
 	startupTimeout time.Duration
-	cfg            watchcache.Config
+	cfg            kubesource.Config
 	// clusterID is the cluster_id option: the local cluster's ID, lower
 	// case; "" to learn it from the id.k8s.io ClusterProperty.
 	clusterID string

@@ -9,13 +9,12 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/dnszone"
 	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
 // importInput is one import with what its records are made from, after
 // the bad-input rules have been applied.
 type importInput struct {
-	imp *watchcache.ServiceImport
+	imp *kubesource.ServiceImport
 	// endpoints are the served endpoints of a headless import, merged over
 	// the slices of every cluster; Cluster is the cluster ID in lower case.
 	endpoints []kubesource.EndpointAddr
@@ -36,14 +35,14 @@ type importInput struct {
 // cluster ID are left out, an address claimed by two clusters is served
 // once, addresses of a family the import does not list are not served).
 // local is the cluster whose endpoints it prefers, "" for none.
-func newInput(imp *watchcache.ServiceImport, slices_ []*watchcache.EndpointSlice, local string) importInput {
+func newInput(imp *kubesource.ServiceImport, slices_ []*kubesource.EndpointSlice, local string) importInput {
 	in := importInput{imp: imp, local: local}
 	in.checkPorts()
 	if !imp.Headless {
 		in.clusterSetIPs()
 		return in
 	}
-	usable := make([]*watchcache.EndpointSlice, 0, len(slices_))
+	usable := make([]*kubesource.EndpointSlice, 0, len(slices_))
 	in.slicePorts = map[string]map[string]int32{}
 	for _, s := range slices_ {
 		if !in.usableSlice(s) {
@@ -112,10 +111,10 @@ func (in *importInput) conflicts() func(kept, dropped kubesource.EndpointAddr) {
 }
 
 // usableSlice applies the cluster ID rules to one slice.
-func (in *importInput) usableSlice(s *watchcache.EndpointSlice) bool {
+func (in *importInput) usableSlice(s *kubesource.EndpointSlice) bool {
 	switch id := strings.ToLower(s.SourceCluster); {
 	case s.SourceCluster == "":
-		in.problem(fmt.Sprintf("EndpointSlice %s has no %s label: skipped", s.Name(), watchcache.LabelSourceCluster))
+		in.problem(fmt.Sprintf("EndpointSlice %s has no %s label: skipped", s.Name(), kubesource.LabelSourceCluster))
 		return false
 	case !dnsname.IsLabel(id):
 		in.problem(fmt.Sprintf("EndpointSlice %s: cluster ID %q is not a DNS label: skipped", s.Name(), s.SourceCluster))
@@ -180,7 +179,7 @@ func importFacts(in importInput) *dnszone.Facts {
 
 // ports are an import's ports for SRV records (TCP when the import does
 // not say).
-func ports(ps []watchcache.Port) []dnszone.SRVPort {
+func ports(ps []kubesource.Port) []dnszone.SRVPort {
 	out := make([]dnszone.SRVPort, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, dnszone.SRVPort{Name: p.Name, Proto: protocol(p.Protocol), Number: uint16(p.Port)})
@@ -195,14 +194,14 @@ func ports(ps []watchcache.Port) []dnszone.SRVPort {
 // groups of the local cluster, when given, are Preferred: the service name
 // answers with their endpoints alone when there are any (dnszone).
 type groups struct {
-	ports      []watchcache.Port
+	ports      []kubesource.Port
 	slicePorts map[string]map[string]int32
 	local      string
 	list       []dnszone.Group
 	bySig      map[string]uint8
 }
 
-func newGroups(ports []watchcache.Port, slicePorts map[string]map[string]int32, local string) *groups {
+func newGroups(ports []kubesource.Port, slicePorts map[string]map[string]int32, local string) *groups {
 	return &groups{ports: ports, slicePorts: slicePorts, local: local, bySig: map[string]uint8{}}
 }
 

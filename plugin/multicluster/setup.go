@@ -12,7 +12,6 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/dnsname"
 	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
 	"github.com/schemadns/schemadns/plugin/pkg/stanza"
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
 func init() { plugin.Register(pluginName, setup) }
@@ -122,7 +121,7 @@ func (m *Multicluster) start() error {
 		}
 	}
 	src := &kubesource.Source{Config: m.cfg, Resources: watched,
-		NewBuilder: func(h *watchcache.Handle) kubesource.Builder {
+		NewBuilder: func(h *kubesource.Handle) kubesource.Builder {
 			b := newBuilder(m, h)
 			b.clusterID = m.clusterID
 			if m.learnt != nil {

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
-
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
 // EndpointAddr is one served address of a service, after merging slices.
@@ -27,11 +25,11 @@ type EndpointAddr struct {
 // slices during a migration, or two clusters claiming it) is served once,
 // from the first slice in (cluster, slice name) order; dup, when not nil,
 // is called for each duplicate dropped. The result is sorted by address.
-func ServedEndpoints(slices_ []*watchcache.EndpointSlice, publishNotReady bool, dup func(kept, dropped EndpointAddr)) []EndpointAddr {
+func ServedEndpoints(slices_ []*EndpointSlice, publishNotReady bool, dup func(kept, dropped EndpointAddr)) []EndpointAddr {
 	ordered := slices_
 	if len(slices_) > 1 {
 		ordered = slices.Clone(slices_)
-		slices.SortFunc(ordered, func(a, b *watchcache.EndpointSlice) int {
+		slices.SortFunc(ordered, func(a, b *EndpointSlice) int {
 			return cmp.Or(cmp.Compare(a.SourceCluster, b.SourceCluster), cmp.Compare(a.Name(), b.Name()))
 		})
 	}

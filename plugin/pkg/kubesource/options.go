@@ -11,8 +11,6 @@ import (
 	"strconv"
 
 	"github.com/coredns/caddy"
-
-	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
 )
 
 // ParseConnectionOption handles the Corefile options that say how to reach
@@ -28,7 +26,7 @@ import (
 // opt is the option's name and args its arguments. It reports whether opt
 // was one of these; errors name the Corefile's file and line, and files
 // are checked for readability here so the line is the option's own.
-func ParseConnectionOption(c *caddy.Controller, opt string, args []string, cfg *watchcache.Config) (bool, error) {
+func ParseConnectionOption(c *caddy.Controller, opt string, args []string, cfg *Config) (bool, error) {
 	switch opt {
 	case "kubeconfig":
 		if len(args) < 1 || len(args) > 2 {
@@ -38,7 +36,7 @@ func ParseConnectionOption(c *caddy.Controller, opt string, args []string, cfg *
 		if len(args) == 2 {
 			cfg.Context = args[1]
 		}
-		if err := (watchcache.Config{Kubeconfig: cfg.Kubeconfig, Context: cfg.Context}).Validate(); err != nil {
+		if err := (Config{Kubeconfig: cfg.Kubeconfig, Context: cfg.Context}).Validate(); err != nil {
 			return true, c.Errf("%v", err)
 		}
 	case "endpoint":
@@ -51,7 +49,7 @@ func ParseConnectionOption(c *caddy.Controller, opt string, args []string, cfg *
 			return true, c.ArgErr()
 		}
 		cfg.TLSCert, cfg.TLSKey, cfg.TLSCA = args[0], args[1], args[2]
-		if err := (watchcache.Config{TLSCert: args[0], TLSKey: args[1], TLSCA: args[2]}).Validate(); err != nil {
+		if err := (Config{TLSCert: args[0], TLSKey: args[1], TLSCA: args[2]}).Validate(); err != nil {
 			return true, c.Errf("tls: %v", err)
 		}
 	case "apiserver_qps", "apiserver_burst", "apiserver_max_inflight":
@@ -64,12 +62,12 @@ func ParseConnectionOption(c *caddy.Controller, opt string, args []string, cfg *
 
 // parseLimit parses one of the client limits into cfg.Limits: a number
 // from 0 (the default) up.
-func parseLimit(c *caddy.Controller, opt string, args []string, cfg *watchcache.Config) error {
+func parseLimit(c *caddy.Controller, opt string, args []string, cfg *Config) error {
 	if len(args) != 1 {
 		return c.ArgErr()
 	}
 	if cfg.Limits == nil {
-		cfg.Limits = &watchcache.Limits{}
+		cfg.Limits = &Limits{}
 	}
 	if opt == "apiserver_qps" {
 		qps, err := strconv.ParseFloat(args[0], 32)
@@ -99,7 +97,7 @@ type sharedLimits struct{}
 // connection share their client limits, so the connection has one set:
 // each value set by any of them applies to all, and two stanzas that set
 // a value differently are an error. Call it when a stanza is parsed.
-func ShareLimits(c *caddy.Controller, plugin string, cfg *watchcache.Config) error {
+func ShareLimits(c *caddy.Controller, plugin string, cfg *Config) error {
 	byConn, _ := c.Get(sharedLimits{}).(map[string]*namedLimits)
 	if byConn == nil {
 		byConn = map[string]*namedLimits{}
@@ -108,7 +106,7 @@ func ShareLimits(c *caddy.Controller, plugin string, cfg *watchcache.Config) err
 	key := connectionKey(*cfg)
 	shared, ok := byConn[key]
 	if !ok {
-		shared = &namedLimits{Limits: &watchcache.Limits{}}
+		shared = &namedLimits{Limits: &Limits{}}
 		byConn[key] = shared
 	}
 	if cfg.Limits != nil {
@@ -122,20 +120,20 @@ func ShareLimits(c *caddy.Controller, plugin string, cfg *watchcache.Config) err
 
 // connectionKey says which API server and objects cfg is for, whatever its
 // limits: the stanzas with equal keys share a connection.
-func connectionKey(cfg watchcache.Config) string {
+func connectionKey(cfg Config) string {
 	cfg.Limits = nil
 	return fmt.Sprintf("%+v", cfg)
 }
 
 // namedLimits are a connection's limits and which plugin set each.
 type namedLimits struct {
-	*watchcache.Limits
+	*Limits
 	qpsBy, burstBy, inflightBy string
 }
 
 // merge takes the values l sets; one set differently before is an error
 // naming both plugins.
-func (n *namedLimits) merge(plugin string, l watchcache.Limits) error {
+func (n *namedLimits) merge(plugin string, l Limits) error {
 	conflict := func(opt, by string, was, is any) error {
 		return fmt.Errorf("%s sets %s %v, but %s, which shares its connection to the API server, set %v: one connection has one limit; set the same value in both or in one",
 			plugin, opt, is, by, was)

@@ -1,10 +1,3 @@
-// Package kubesource is what the Kubernetes schemas (kubeschema,
-// multicluster) share on top of the watch cache: the feed of its events
-// into their builders (a changes.Source), and the DNS decisions made of
-// the cached objects, such as which endpoints of a service are served.
-// The cache says what the API says; this package says what DNS makes of
-// it, so that the serving core (dnszone) and the cache know nothing of
-// each other.
 package kubesource
 
 import (
@@ -20,19 +13,19 @@ type Builder interface {
 	changes.Builder
 	// Mark records a change, quickly and without blocking, and reports
 	// whether it needs a rebuild.
-	Mark(watchcache.Event) bool
+	Mark(Event) bool
 }
 
 // Source connects a plugin instance's builder to the shared cache.
 type Source struct {
-	Config    watchcache.Config
-	Resources watchcache.Resources
+	Config    Config
+	Resources Resources
 	// NewBuilder makes the instance's builder over the acquired cache.
-	NewBuilder func(*watchcache.Handle) Builder
+	NewBuilder func(*Handle) Builder
 
 	// Handle is the claim on the cache once Connect has run, for reads at
 	// query time.
-	Handle *watchcache.Handle
+	Handle *Handle
 }
 
 // Connect is changes.Consumer's Connect: it acquires the cache for the
@@ -41,9 +34,9 @@ type Source struct {
 // build loop on each change that needs a rebuild.
 func (s *Source) Connect(wake func()) (*changes.Feed, error) {
 	var b Builder
-	h, unsubscribe, fresh, err := watchcache.AcquireSubscribed(s.Config, s.Resources, func(h *watchcache.Handle) func(watchcache.Event) {
+	h, unsubscribe, fresh, err := watchcache.AcquireSubscribed(s.Config, s.Resources, func(h *Handle) func(Event) {
 		b = s.NewBuilder(h)
-		return func(ev watchcache.Event) {
+		return func(ev Event) {
 			if b.Mark(ev) {
 				wake()
 			}
@@ -64,8 +57,8 @@ func (s *Source) Connect(wake func()) (*changes.Feed, error) {
 
 // synced is the cache's sync of some resources, as a changes.Source.
 type synced struct {
-	h         *watchcache.Handle
-	resources watchcache.Resources
+	h         *Handle
+	resources Resources
 }
 
 func (s synced) Synced() bool { return s.h.HasSynced(s.resources) }
