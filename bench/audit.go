@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"slices"
 	"strings"
 
@@ -19,7 +21,7 @@ import (
 // in the cluster, and from a kubeconfig (as here) leaves client-go's,
 // "<binary>/<version> (<os>/<arch>) kubernetes/<commit>": our binary is
 // "coredns".
-var userAgents = map[string][]string{keyOurs: {"schemadns-coredns"}, keyStock: {"CoreDNS/", "coredns/"}}
+var userAgents = map[string][]string{server.KeyOurs: {"schemadns-coredns"}, server.KeyStock: {"CoreDNS/", "coredns/"}}
 
 // fromTarget tells whether a user agent is the target's.
 func fromTarget(userAgent, key string) bool {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"fmt"
 	"net"
 	"slices"
@@ -93,16 +95,6 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-func TestMemStat(t *testing.T) {
-	prof := "heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 100\n# HeapInuse = 123456\n# Stack = 1 / 2\n"
-	if got, err := memStat(prof, "HeapInuse"); err != nil || got != 123456 {
-		t.Errorf("memStat: %d, %v; want 123456", got, err)
-	}
-	if _, err := memStat(prof, "HeapIdle"); err == nil {
-		t.Error("memStat of a missing line: no error")
-	}
-}
-
 // TestThresholdGoals judges each run of S5 on its own targets: the heap
 // goal is 0.4× without the pod watch, 0.3× with it, and a relist counts
 // only when every resource listed again.
@@ -113,11 +105,11 @@ func TestThresholdGoals(t *testing.T) {
 			lists = 1
 		}
 		return &shapeResult{Shape: shape{Name: "S5"},
-			Memory:      map[string]memory{keyOurs: {HeapInuse: heapA}, keyStock: {HeapInuse: heapS}},
-			FirstAnswer: map[string][]float64{keyOurs: {7}, keyStock: {10}},
+			Memory:      map[string]server.Memory{server.KeyOurs: {HeapInuse: heapA}, server.KeyStock: {HeapInuse: heapS}},
+			FirstAnswer: map[string][]float64{server.KeyOurs: {7}, server.KeyStock: {10}},
 			Run: &thresholdRun{Pods: pods, Relist: map[string]*relistResult{
-				keyOurs:  {SteadyRSS: 100 << 20, PeakRSS: 110 << 20, Resources: []resourceRelist{{Resource: "services", Before: 1, After: 2, Lists: lists}}},
-				keyStock: {SteadyRSS: 200 << 20, PeakRSS: 400 << 20, Resources: []resourceRelist{{Resource: "services", Before: -1, After: -1, Lists: 1}}},
+				server.KeyOurs:  {SteadyRSS: 100 << 20, PeakRSS: 110 << 20, Resources: []resourceRelist{{Resource: "services", Before: 1, After: 2, Lists: lists}}},
+				server.KeyStock: {SteadyRSS: 200 << 20, PeakRSS: 400 << 20, Resources: []resourceRelist{{Resource: "services", Before: -1, After: -1, Lists: 1}}},
 			}}}
 	}
 	res := &results{Shapes: []*shapeResult{run("disabled", 35, 100, true), run("verified", 35, 100, false)}}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"fmt"
 	"html"
 	"math"
@@ -31,9 +33,9 @@ type panel struct {
 }
 
 var (
-	seriesOurs  = series{keyOurs, "kubeschema", "#2b6cb0"}
-	seriesStock = series{keyStock, "stock", "#dd6b20"}
-	seriesFloor = series{keyFloor, "floor", "#a0aec0"}
+	seriesOurs  = series{server.KeyOurs, "kubeschema", "#2b6cb0"}
+	seriesStock = series{server.KeyStock, "stock", "#dd6b20"}
+	seriesFloor = series{server.KeyFloor, "floor", "#a0aec0"}
 )
 
 // panels are the chart's panels for the figures present: memory and
@@ -88,9 +90,9 @@ func panels(res *results) []panel {
 		return out
 	}
 	p, name := perf.Perf, []string{perf.Shape.Name}
-	cpu := [][]float64{{nanIfZero(p.summaryOf(testMixed, keyOurs).CPU), nanIfZero(p.summaryOf(testMixed, keyStock).CPU), nanIfZero(p.summaryOf(testMixed, keyFloor).CPU)}}
+	cpu := [][]float64{{nanIfZero(p.summaryOf(testMixed, server.KeyOurs).CPU), nanIfZero(p.summaryOf(testMixed, server.KeyStock).CPU), nanIfZero(p.summaryOf(testMixed, server.KeyFloor).CPU)}}
 	cpuGoal := []float64{math.Min(0.75*cpu[0][1], 1.02*cpu[0][2])}
-	bytes := [][]float64{{nanIfZero(p.answerBytes(keyOurs) / 1024), nanIfZero(p.answerBytes(keyStock) / 1024)}}
+	bytes := [][]float64{{nanIfZero(p.answerBytes(server.KeyOurs) / 1024), nanIfZero(p.answerBytes(server.KeyStock) / 1024)}}
 	return append(out,
 		panel{"CPU per query, cluster mix over UDP (µs)", name, []series{seriesOurs, seriesStock, seriesFloor}, cpu, "%.1f", cpuGoal},
 		panel{"largest headless A over TCP: answer size (KiB)", name, pair, bytes, "%.1f", []float64{0.5 * bytes[0][1]}},

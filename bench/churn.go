@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -56,7 +58,7 @@ type churnResult struct {
 	// settling after it; After is read once every name showed its last
 	// state, after a forced GC.
 	PeakRSS map[string]int64
-	After   map[string]memory
+	After   map[string]server.Memory
 	PeakBy  string // how the peak was read
 	// CPU is each server's CPU time (utime+stime) from the start of the
 	// churn to the end of the settling, seconds: mostly the cost of
@@ -205,24 +207,24 @@ func fixtureChurned(f *fixture) []*churned {
 // run writes for the configured time while checking each server, then
 // waits until every checked name shows its last state on every server, and
 // reads the servers' peak RSS and their memory after the churn.
-func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error) {
+func (c *churn) run(ctx context.Context, servers []*server.Server) (*churnResult, error) {
 	res := &churnResult{Offered: c.cfg.rate, Writers: c.cfg.writers, Services: len(c.services), Names: len(c.checked),
-		Check: map[string]checkResult{}, PeakRSS: map[string]int64{}, After: map[string]memory{},
+		Check: map[string]checkResult{}, PeakRSS: map[string]int64{}, After: map[string]server.Memory{},
 		PeakBy: "VmHWM, reset through /proc/PID/clear_refs when the churn starts"}
 	hwm := true
-	watches := make([]*peakWatch, len(servers))
+	watches := make([]*server.PeakWatch, len(servers))
 	cpu0 := make([]float64, len(servers))
 	for i, s := range servers {
-		cpu0[i], _ = procstat.CPUSeconds(s.pid())
-		if err := procstat.ResetPeak(s.pid()); err != nil {
+		cpu0[i], _ = procstat.CPUSeconds(s.PID())
+		if err := procstat.ResetPeak(s.PID()); err != nil {
 			hwm = false
 			res.PeakBy = fmt.Sprintf("the largest VmRSS sampled every 50 ms (VmHWM could not be reset: %v)", err)
 		}
-		watches[i] = watchRSS(s.pid())
+		watches[i] = server.WatchRSS(s.PID())
 	}
 	defer func() {
 		for _, w := range watches {
-			w.end()
+			w.End()
 		}
 	}()
 	checks := make([]*checker, len(servers))
@@ -254,15 +256,15 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 	}
 	res.CPU = map[string]float64{}
 	for i, s := range servers {
-		if cpu, err := procstat.CPUSeconds(s.pid()); err == nil {
+		if cpu, err := procstat.CPUSeconds(s.PID()); err == nil {
 			res.CPU[s.Key] = cpu - cpu0[i]
 		}
-		peak := watches[i].end()
-		if _, top, err := procstat.RSS(s.pid()); err == nil && hwm {
+		peak := watches[i].End()
+		if _, top, err := procstat.RSS(s.PID()); err == nil && hwm {
 			peak = max(peak, top)
 		}
 		res.PeakRSS[s.Key] = peak
-		m, err := s.readMemory()
+		m, err := s.ReadMemory()
 		if err != nil {
 			return res, err
 		}
@@ -282,13 +284,13 @@ func (c *churn) run(ctx context.Context, servers []*server) (*churnResult, error
 // settle (address changes) it then asks every checked name until it shows
 // its last state on each server: a server that had not taken in every
 // update within that second shows as stale names.
-func (c *churn) window(ctx context.Context, servers []*server, update func(context.Context, *churned), settle bool) (*windowResult, error) {
+func (c *churn) window(ctx context.Context, servers []*server.Server, update func(context.Context, *churned), settle bool) (*windowResult, error) {
 	w := &windowResult{CPU: map[string]float64{}, Skipped: map[string]int{}, Stale: map[string]int{}}
 	cpu0 := make([]float64, len(servers))
 	skipped0 := make([]int, len(servers))
 	for i, s := range servers {
-		cpu0[i], _ = procstat.CPUSeconds(s.pid())
-		skipped0[i] = s.skippedSlices()
+		cpu0[i], _ = procstat.CPUSeconds(s.PID())
+		skipped0[i] = s.SkippedSlices()
 	}
 	updates0, failed0 := c.updates.Load(), c.failed.Load()
 	start := time.Now()
@@ -309,10 +311,10 @@ func (c *churn) window(ctx context.Context, servers []*server, update func(conte
 	// The settling after it asks every name, so it only checks.
 	time.Sleep(time.Second)
 	for i, s := range servers {
-		if cpu, err := procstat.CPUSeconds(s.pid()); err == nil {
+		if cpu, err := procstat.CPUSeconds(s.PID()); err == nil {
 			w.CPU[s.Key] = cpu - cpu0[i]
 		}
-		if n := s.skippedSlices(); n >= 0 && skipped0[i] >= 0 {
+		if n := s.SkippedSlices(); n >= 0 && skipped0[i] >= 0 {
 			w.Skipped[s.Key] = n - skipped0[i]
 		}
 	}
@@ -436,7 +438,7 @@ func (s *churned) judge(r *dns.Msg, settling bool) (verdict, string) {
 // checker asks one server for the checked names, round robin, and counts.
 type checker struct {
 	c   *churn
-	s   *server
+	s   *server.Server
 	mu  sync.Mutex
 	res checkResult
 }
@@ -445,7 +447,7 @@ func (ch *checker) run(ctx context.Context, rate int) {
 	if len(ch.c.checked) == 0 {
 		return
 	}
-	dnsload.RoundRobin(ctx, ch.s.addr(), rate, checkersPerServer, func(q *dnsload.Querier, n int) {
+	dnsload.RoundRobin(ctx, ch.s.Addr(), rate, checkersPerServer, func(q *dnsload.Querier, n int) {
 		s := ch.c.checked[n%len(ch.c.checked)]
 		r, tc, err := q.Ask(s.name+"."+s.ns+".svc.cluster.local.", dns.TypeA)
 		if ctx.Err() != nil { // the answer may be cut short by the end
@@ -477,10 +479,10 @@ func (ch *checker) count(s *churned, r *dns.Msg, tc bool, err error) {
 // settle asks s for every checked name until it shows the last state
 // accepted by the API server (or a later one), for up to settleTimeout,
 // and returns how many never did.
-func (c *churn) settle(ctx context.Context, s *server) int {
+func (c *churn) settle(ctx context.Context, s *server.Server) int {
 	pending := c.checked
 	deadline := time.Now().Add(settleTimeout)
-	q := dnsload.NewQuerier(s.addr())
+	q := dnsload.NewQuerier(s.Addr())
 	defer q.Close()
 	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		var still []*churned
@@ -500,59 +502,3 @@ func (c *churn) settle(ctx context.Context, s *server) int {
 	}
 	return len(pending)
 }
-
-// peakWatch samples a figure every period until ended and keeps the
-// largest: a process's VmRSS when VmHWM cannot be reset, its Go heap in
-// use during a relist.
-type peakWatch struct {
-	peak, n atomic.Int64 // the largest sample, the samples taken
-	stop    chan struct{}
-	done    chan struct{}
-}
-
-// watchPeak samples read every period; a read that fails (false) is not
-// counted.
-func watchPeak(period time.Duration, read func() (int64, bool)) *peakWatch {
-	w := &peakWatch{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			if v, ok := read(); ok {
-				w.n.Add(1)
-				if v > w.peak.Load() {
-					w.peak.Store(v)
-				}
-			}
-			select {
-			case <-w.stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return w
-}
-
-// watchRSS samples the VmRSS of the process pid every 50 ms.
-func watchRSS(pid int) *peakWatch {
-	return watchPeak(50*time.Millisecond, func() (int64, bool) {
-		cur, _, err := procstat.RSS(pid)
-		return cur, err == nil
-	})
-}
-
-// end stops the sampling (once; later calls do nothing) and returns the
-// largest sample.
-func (w *peakWatch) end() int64 {
-	if w.stop != nil {
-		close(w.stop)
-		<-w.done
-		w.stop = nil
-	}
-	return w.peak.Load()
-}
-
-// samples are how many samples were taken.
-func (w *peakWatch) samples() int { return int(w.n.Load()) }

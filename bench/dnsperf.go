@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/test/procstat"
 )
 
@@ -86,8 +87,8 @@ func (spec perfSpec) command(cfg *config) string {
 	if spec.tcp {
 		prog = "go run ." // in bench/
 	}
-	if cfg.pin {
-		prog = fmt.Sprintf("taskset -c %d %s", cfg.clientCPU, prog)
+	if cfg.srv.Pin {
+		prog = fmt.Sprintf("taskset -c %d %s", cfg.srv.ClientCPU, prog)
 	}
 	return prog + " " + strings.Join(a, " ")
 }
@@ -95,19 +96,19 @@ func (spec perfSpec) command(cfg *config) string {
 // loadCommand is the command of a run: dnsperf, or this tool's tcpload.
 func (spec perfSpec) loadCommand(cfg *config, port int) (*exec.Cmd, error) {
 	if !spec.tcp {
-		return pinned(cfg, cfg.clientCPU, "dnsperf", spec.args(port)...), nil
+		return cfg.srv.Pinned(cfg.srv.ClientCPU, "dnsperf", spec.args(port)...), nil
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	return pinned(cfg, cfg.clientCPU, self, spec.args(port)...), nil
+	return cfg.srv.Pinned(cfg.srv.ClientCPU, self, spec.args(port)...), nil
 }
 
 // runPerf runs dnsperf against s and charges the server's CPU time over
 // the run to the queries it answered.
-func runPerf(ctx context.Context, cfg *config, s *server, spec perfSpec) (perfResult, error) {
-	cmd, err := spec.loadCommand(cfg, s.port)
+func runPerf(ctx context.Context, cfg *config, s *server.Server, spec perfSpec) (perfResult, error) {
+	cmd, err := spec.loadCommand(cfg, s.Port)
 	if err != nil {
 		return perfResult{}, err
 	}
@@ -117,11 +118,11 @@ func runPerf(ctx context.Context, cfg *config, s *server, spec perfSpec) (perfRe
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	cpu0, err := procstat.CPUSeconds(s.pid())
+	cpu0, err := procstat.CPUSeconds(s.PID())
 	if err != nil {
 		return perfResult{}, err
 	}
-	busy0, _ := procstat.CPUBusy(cfg.serverCPU)
+	busy0, _ := procstat.CPUBusy(cfg.srv.ServerCPU)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return perfResult{}, fmt.Errorf("dnsperf: %w", err)
@@ -140,16 +141,16 @@ func runPerf(ctx context.Context, cfg *config, s *server, spec perfSpec) (perfRe
 		return r, fmt.Errorf("%s: %w: %s", strings.Join(cmd.Args, " "), errors.Join(werr, err), stderr.String())
 	}
 	r.Elapsed = time.Since(start).Seconds()
-	cpu1, err := procstat.CPUSeconds(s.pid())
+	cpu1, err := procstat.CPUSeconds(s.PID())
 	if err != nil {
-		return r, fmt.Errorf("%s: %w (did it exit? see %s)", s, err, s.logPath)
+		return r, fmt.Errorf("%s: %w (did it exit? see %s)", s, err, s.LogPath)
 	}
-	busy1, _ := procstat.CPUBusy(cfg.serverCPU)
+	busy1, _ := procstat.CPUBusy(cfg.srv.ServerCPU)
 	r.ServerCPU = cpu1 - cpu0
 	if r.Completed > 0 {
 		r.CPUPerQuery = r.ServerCPU / float64(r.Completed) * 1e6
 	}
-	if cfg.pin && r.Elapsed > 0 {
+	if cfg.srv.Pin && r.Elapsed > 0 {
 		r.OtherBusy = math.Max(0, (busy1-busy0-r.ServerCPU)/r.Elapsed)
 	}
 	if !spec.tcp {

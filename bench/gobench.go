@@ -41,7 +41,7 @@ func goBenchArgs(cfg *config) []string {
 // runInprocess runs the benchmark against the loaded API server, pinned to
 // the server CPU like the servers, and parses its lines.
 func runInprocess(ctx context.Context, cfg *config, bin, kubeconfig, cases, mix string) ([]goBench, error) {
-	cmd := pinned(cfg, cfg.serverCPU, bin, goBenchArgs(cfg)...)
+	cmd := cfg.srv.Pinned(cfg.srv.ServerCPU, bin, goBenchArgs(cfg)...)
 	cmd.Env = append(os.Environ(),
 		"SCHEMADNS_BENCH_KUBECONFIG="+kubeconfig, "SCHEMADNS_BENCH_CASES="+cases, "SCHEMADNS_BENCH_MIX="+mix)
 	var out bytes.Buffer

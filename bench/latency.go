@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"context"
 	"fmt"
 	"net/netip"
@@ -79,10 +81,10 @@ func (ch *changer) addr() string {
 }
 
 // sentinels are the latency services, for the sync wait.
-func (ch *changer) sentinels() []sentinel {
-	var out []sentinel
+func (ch *changer) sentinels() []server.Sentinel {
+	var out []server.Sentinel
 	for j := range latencyServices {
-		out = append(out, sentinel{name: fmt.Sprintf("lat-hl-%d.%s.svc.cluster.local.", j, latencyNamespace), qtype: dns.TypeA, min: 1})
+		out = append(out, server.Sentinel{Name: fmt.Sprintf("lat-hl-%d.%s.svc.cluster.local.", j, latencyNamespace), Qtype: dns.TypeA, Min: 1})
 	}
 	return out
 }
@@ -161,7 +163,7 @@ func hasA(m *dns.Msg, a string) bool {
 // measureLatency makes n changes one after the other and, for each, polls
 // both servers until its answer shows the change: the time from just
 // before the API request to the first answer that shows it.
-func measureLatency(ctx context.Context, ch *changer, servers []*server, n int) (map[string]latencyResult, pairedLatency, error) {
+func measureLatency(ctx context.Context, ch *changer, servers []*server.Server, n int) (map[string]latencyResult, pairedLatency, error) {
 	times := make(map[string][]float64)
 	var diffs []float64
 	wins := 0
@@ -227,9 +229,9 @@ func measureLatency(ctx context.Context, ch *changer, servers []*server, n int) 
 
 // pollUntil queries s over UDP every millisecond until the answer shows the
 // change, and returns the time since t0.
-func pollUntil(ctx context.Context, s *server, c change, t0 time.Time) (time.Duration, bool) {
+func pollUntil(ctx context.Context, s *server.Server, c change, t0 time.Time) (time.Duration, bool) {
 	client := &dns.Client{Net: "udp", Timeout: time.Second}
-	conn, err := client.Dial(s.addr())
+	conn, err := client.Dial(s.Addr())
 	if err != nil {
 		return 0, false
 	}
@@ -246,7 +248,7 @@ func pollUntil(ctx context.Context, s *server, c change, t0 time.Time) (time.Dur
 		}
 		if err != nil { // a timed-out exchange leaves the socket unusable for matching ids
 			conn.Close()
-			if conn, err = client.Dial(s.addr()); err != nil {
+			if conn, err = client.Dial(s.Addr()); err != nil {
 				return 0, false
 			}
 		}

@@ -20,6 +20,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"context"
 	"errors"
 	"flag"
@@ -43,14 +45,14 @@ type config struct {
 	qps, tcpQPS           int
 	changes               int
 	benchtime             string
-	serverCPU, clientCPU  int
-	pin                   bool
-	multicluster          bool
-	profile               string
-	rewrite               bool
-	keepOthers            bool
-	churn                 churnConfig
-	mesosOpts             mesosConfig
+	// srv is how the servers and dnsperf run: the binary and the CPUs.
+	srv          server.Options
+	multicluster bool
+	profile      string
+	rewrite      bool
+	keepOthers   bool
+	churn        churnConfig
+	mesosOpts    mesosConfig
 	// s5Writers are the threshold shape's loader's requests in flight.
 	s5Writers int
 }
@@ -85,9 +87,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.tcpQPS, "tcp-qps", 0, "offered load of the 1000-endpoint TCP runs (0: half the slowest target's saturated rate)")
 	fs.IntVar(&cfg.changes, "changes", 200, "API changes timed for the programming latency")
 	fs.StringVar(&cfg.benchtime, "benchtime", "1s", "go test -benchtime of the in-process benchmarks")
-	fs.IntVar(&cfg.serverCPU, "server-cpu", 1, "CPU the DNS servers are pinned to")
-	fs.IntVar(&cfg.clientCPU, "client-cpu", 0, "CPU dnsperf is pinned to")
-	fs.BoolVar(&cfg.pin, "pin", true, "pin servers and dnsperf with taskset")
+	fs.IntVar(&cfg.srv.ServerCPU, "server-cpu", 1, "CPU the DNS servers are pinned to")
+	fs.IntVar(&cfg.srv.ClientCPU, "client-cpu", 0, "CPU dnsperf is pinned to")
+	fs.BoolVar(&cfg.srv.Pin, "pin", true, "pin servers and dnsperf with taskset")
 	fs.BoolVar(&cfg.multicluster, "multicluster", true, "also compare kubeschema+multicluster with stock+multicluster on the clusterset mix (S3)")
 	fs.IntVar(&cfg.churn.rate, "churn-rate", 1000, "EndpointSlice updates per second offered during the churn")
 	fs.DurationVar(&cfg.churn.duration, "churn-duration", time.Minute, "length of the churn, per shape")
@@ -120,6 +122,7 @@ func (cfg *config) finish(shapes string) error {
 	if err := cfg.Finish(); err != nil {
 		return err
 	}
+	cfg.srv.CoreDNS = cfg.CoreDNS
 	switch {
 	case cfg.rounds < 1 || cfg.starts < 1:
 		return errors.New("-rounds and -starts must be at least 1")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"context"
 	"errors"
 	"fmt"
@@ -59,14 +61,14 @@ const pollRefresh = time.Second
 const mesosTTL = 60
 
 var (
-	targetMesos = target{Key: keyMesos, Label: "mesosschema (ours), polling the master once an hour: no poll falls in a query run",
-		stanza: func(master string) string { return mesosStanza(master, "1h", "") }}
-	targetMesosPoller = target{Key: keyMesosPoller, Label: "mesosschema (ours), polling the master every second, with the stock transfer plugin (the AXFR)",
-		stanza: func(master string) string {
+	targetMesos = server.Target{Key: keyMesos, Label: "mesosschema (ours), polling the master once an hour: no poll falls in a query run",
+		Stanza: func(master string) string { return mesosStanza(master, "1h", "") }}
+	targetMesosPoller = server.Target{Key: keyMesosPoller, Label: "mesosschema (ours), polling the master every second, with the stock transfer plugin (the AXFR)",
+		Stanza: func(master string) string {
 			return mesosStanza(master, pollRefresh.String(), "transfer "+strings.TrimSuffix(mesosZone, ".")+" {\n        to *\n    }")
 		}}
-	targetFile = target{Key: keyFile, Label: "CoreDNS's stock file plugin serving the same records, a zone file made from mesosschema's AXFR",
-		stanza: func(zonefile string) string { return "file " + zonefile + " " + strings.TrimSuffix(mesosZone, ".") }}
+	targetFile = server.Target{Key: keyFile, Label: "CoreDNS's stock file plugin serving the same records, a zone file made from mesosschema's AXFR",
+		Stanza: func(zonefile string) string { return "file " + zonefile + " " + strings.TrimSuffix(mesosZone, ".") }}
 )
 
 // mesosStanza is mesosschema's stanza polling master every refresh, and
@@ -88,7 +90,7 @@ type mesosResult struct {
 	State stateFacts
 	// Memory is by target: mesosschema and file at rest after the state is
 	// loaded, the poller after the poll tests.
-	Memory map[string]memory
+	Memory map[string]server.Memory
 	// FirstAnswer is by target the seconds from the process's start to the
 	// probe's answer.
 	FirstAnswer map[string]float64
@@ -113,21 +115,21 @@ type mesosRun struct {
 	si      *standIn
 	base    *mesosstate.State
 	body    []byte
-	probes  []sentinel
-	servers map[string]*server
+	probes  []server.Sentinel
+	servers map[string]*server.Server
 	mixFile string
 }
 
 // measureMesos measures one Mesos shape.
 func (e *env) measureMesos(ctx context.Context, sh mesosShape) (*mesosResult, error) {
-	mr := &mesosResult{Shape: sh, Memory: map[string]memory{}, FirstAnswer: map[string]float64{}}
+	mr := &mesosResult{Shape: sh, Memory: map[string]server.Memory{}, FirstAnswer: map[string]float64{}}
 	logf("%s %s: %s", sh.Name, sh.Title, sh.describe())
 	si, err := startStandIn()
 	if err != nil {
 		return mr, err
 	}
 	defer si.close()
-	r := &mesosRun{env: e, mr: mr, si: si, servers: map[string]*server{}}
+	r := &mesosRun{env: e, mr: mr, si: si, servers: map[string]*server.Server{}}
 	defer r.stop()
 	if err := r.prepare(); err != nil {
 		return mr, err
@@ -156,7 +158,7 @@ func (r *mesosRun) prepare() error {
 	if !ok {
 		return errors.New("the state has no running task with an IPv4 address to probe")
 	}
-	r.probes = []sentinel{{name: p.name, qtype: dns.TypeA, min: 1}}
+	r.probes = []server.Sentinel{{Name: p.name, Qtype: dns.TypeA, Min: 1}}
 	logf("state: %s running tasks, %s apps, %.1f MB of JSON (%.1f MB gzipped)",
 		toolreport.Thousands(r.mr.State.Running), toolreport.Thousands(r.mr.State.Apps), float64(len(r.body))/1e6, float64(gz)/1e6)
 	return nil
@@ -183,7 +185,7 @@ func (r *mesosRun) startAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	z, err := transferZone(poller.addr(), mesosZone)
+	z, err := transferZone(poller.Addr(), mesosZone)
 	if err != nil {
 		return err
 	}
@@ -202,25 +204,25 @@ func (r *mesosRun) startAll(ctx context.Context) error {
 // their memory at rest and the names mesosschema serves.
 func (r *mesosRun) startServing(ctx context.Context, zoneFile string) error {
 	for _, t := range []struct {
-		target
+		server.Target
 		source string
 	}{{targetMesos, r.si.addr}, {targetFile, zoneFile}} {
-		s, err := r.launch(ctx, t.target, t.source)
+		s, err := r.launch(ctx, t.Target, t.source)
 		if err != nil {
 			return err
 		}
 		time.Sleep(2 * time.Second) // let the start's work settle, as for the cluster shapes
-		if r.mr.Memory[t.Key], err = s.readMemory(); err != nil {
+		if r.mr.Memory[t.Key], err = s.ReadMemory(); err != nil {
 			return err
 		}
 		if err := r.heapProfile(s); err != nil {
 			return err
 		}
 		m := r.mr.Memory[t.Key]
-		logf("%s answers %s after start; heap %.1f MiB, RSS %.1f MiB (peak %.1f MiB)", s, s.syncTime.Round(time.Millisecond),
+		logf("%s answers %s after start; heap %.1f MiB, RSS %.1f MiB (peak %.1f MiB)", s, s.SyncTime.Round(time.Millisecond),
 			float64(m.HeapInuse)/mib, float64(m.RSS)/mib, float64(m.PeakRSS)/mib)
 	}
-	vals, err := promValues(r.servers[keyMesos])
+	vals, err := server.PromValues(r.servers[keyMesos])
 	if err != nil {
 		return err
 	}
@@ -249,27 +251,29 @@ func (r *mesosRun) writeMix(z *zone) error {
 }
 
 // launch starts t reading source and waits for its answer to the probe.
-func (r *mesosRun) launch(ctx context.Context, t target, source string) (*server, error) {
-	s, err := startServer(r.cfg, r.work, source, r.mr.Shape.Name, t)
+func (r *mesosRun) launch(ctx context.Context, t server.Target, source string) (*server.Server, error) {
+	s, err := server.Start(r.cfg.srv, r.work, source, r.mr.Shape.Name, t)
 	if err != nil {
 		return nil, err
 	}
 	r.servers[t.Key] = s
 	r.res.Targets[t.Key] = t.Label
-	if err := s.waitSynced(ctx, r.probes, 2*time.Minute); err != nil {
+	if err := s.WaitSynced(ctx, r.probes, 2*time.Minute); err != nil {
 		return nil, err
 	}
-	r.mr.FirstAnswer[t.Key] = s.syncTime.Seconds()
+	r.mr.FirstAnswer[t.Key] = s.SyncTime.Seconds()
 	return s, nil
 }
 
 // stop stops the servers of the given targets, or all.
-func (r *mesosRun) stop(keys ...string) { stopServers(r.servers, keys...) }
+func (r *mesosRun) stop(keys ...string) { server.StopAll(r.servers, keys...) }
 
 // heapProfile saves s's heap profile (-profile): mesosschema's and file's
 // at rest, the poller's after the poll tests (compare them with pprof
 // -base).
-func (r *mesosRun) heapProfile(s *server) error { return saveHeapProfile(r.cfg, r.mr.Shape.Name, s) }
+func (r *mesosRun) heapProfile(s *server.Server) error {
+	return server.SaveHeapProfile(r.cfg.profile, r.mr.Shape.Name, s)
+}
 
 // note records something the figures should be read with.
 func (r *mesosRun) note(format string, args ...any) {
@@ -284,10 +288,10 @@ func (r *mesosRun) queryTests(ctx context.Context) error {
 	ours, file := r.servers[keyMesos], r.servers[keyFile]
 	p := &perfFigures{Rates: map[string]int{}, Calibration: map[string]map[string]float64{}}
 	r.mr.Perf = p
-	c := compareTargets(ours, file, r.mixFile)
+	c := server.Compare(ours, file, r.mixFile)
 	logf("answers %s: %d of %d distinct queries differ", c.Pair, c.Differing, c.Compared)
-	p.CrossCheck = []crossCheck{c}
-	plans := []testPlan{{testMesosMix, []*server{ours, file},
+	p.CrossCheck = []server.CrossCheck{c}
+	plans := []testPlan{{testMesosMix, []*server.Server{ours, file},
 		perfSpec{file: r.mixFile, duration: r.cfg.duration, clients: 4, outstanding: 100, verbose: true}}}
 	if err := calibrate(ctx, r.cfg, &plans[0], r.cfg.mesosOpts.qps, p); err != nil {
 		return err
@@ -297,8 +301,8 @@ func (r *mesosRun) queryTests(ctx context.Context) error {
 }
 
 // mesosSerial is the SOA serial of s's zone.
-func mesosSerial(s *server) (uint32, error) {
-	m, err := exchange(s.addr(), false, mesosZone, dns.TypeSOA)
+func mesosSerial(s *server.Server) (uint32, error) {
+	m, err := server.Exchange(s.Addr(), false, mesosZone, dns.TypeSOA)
 	if err != nil {
 		return 0, err
 	}
@@ -314,15 +318,15 @@ func mesosSerial(s *server) (uint32, error) {
 // master and the checkers run there, off the server's CPU); unpinSelf
 // undoes it.
 func pinSelf(cfg *config) error {
-	if !cfg.pin {
+	if !cfg.srv.Pin {
 		return nil
 	}
-	return setAffinity(os.Getpid(), fmt.Sprint(cfg.clientCPU))
+	return server.SetAffinity(os.Getpid(), fmt.Sprint(cfg.srv.ClientCPU))
 }
 
 func unpinSelf(cfg *config) {
-	if cfg.pin {
-		if err := setAffinity(os.Getpid(), allCPUs()); err != nil {
+	if cfg.srv.Pin {
+		if err := server.SetAffinity(os.Getpid(), server.AllCPUs()); err != nil {
 			logf("%v", err)
 		}
 	}

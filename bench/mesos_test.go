@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"bytes"
 	"io"
 	"net/http"
@@ -252,21 +254,6 @@ func TestNewZone(t *testing.T) {
 	}
 }
 
-func TestParseProm(t *testing.T) {
-	text := `# HELP coredns_mesosschema_polls_total Polls.
-# TYPE coredns_mesosschema_polls_total counter
-coredns_mesosschema_polls_total{result="changed"} 3
-coredns_mesosschema_polls_total{result="unchanged"} 21
-coredns_mesosschema_poll_duration_seconds_sum 1.25
-coredns_mesosschema_names 33000
-`
-	got := parseProm(text)
-	if got[`coredns_mesosschema_polls_total{result="unchanged"}`] != 21 || got["coredns_mesosschema_poll_duration_seconds_sum"] != 1.25 ||
-		got["coredns_mesosschema_names"] != 33000 || len(got) != 4 {
-		t.Errorf("parseProm: %v", got)
-	}
-}
-
 // The tap forwards a poll to the master as it came (gzip when asked),
 // runs the hook before, and records the poll with the gzipped length.
 func TestStandIn(t *testing.T) {
@@ -326,7 +313,7 @@ func mesosFixture(name string, unchangedMs, oneMs float64) *mesosResult {
 	return &mesosResult{
 		Shape:  sh,
 		State:  stateFacts{Running: 10000, Other: 500, Apps: 2200, Frameworks: 100, Agents: 500, JSONBytes: 18e6, GzipBytes: 1.2e6, Names: 33000, ZoneRecords: 90000},
-		Memory: map[string]memory{keyMesos: {HeapInuse: 40 * mib, RSS: 90 * mib}, keyFile: {HeapInuse: 60 * mib, RSS: 120 * mib}},
+		Memory: map[string]server.Memory{keyMesos: {HeapInuse: 40 * mib, RSS: 90 * mib}, keyFile: {HeapInuse: 60 * mib, RSS: 120 * mib}},
 		Polls: []pollSeries{
 			series(pollUnchanged, unchangedMs, map[string]int{"unchanged": 20}, 0, 7),
 			series(pollSame, 300, map[string]int{"changed": 20}, 20, 7),

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -172,7 +172,7 @@ func (r *mesosRun) seriesSpecs() []seriesSpec {
 // polls it made in all.
 func (r *mesosRun) pollerAfter() error {
 	poller := r.servers[keyMesosPoller]
-	mem, err := poller.readMemory()
+	mem, err := poller.ReadMemory()
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (r *mesosRun) pollerAfter() error {
 	if err := r.heapProfile(poller); err != nil {
 		return err
 	}
-	vals, err := promValues(poller)
+	vals, err := server.PromValues(poller)
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func (r *mesosRun) profilePolls(ctx context.Context, specs ...seriesSpec) error 
 		// From the first poll of the series on, for about as many seconds
 		// as it has polls: the warm-up poll is not in the profile.
 		var done <-chan error
-		profile := func() { done = cpuProfile(poller, profiledPolls, path) }
+		profile := func() { done = server.CPUProfile(poller, profiledPolls, path) }
 		if _, err := r.series(ctx, spec, profiledPolls, profile); err != nil {
 			return err
 		}
@@ -254,7 +254,7 @@ func (r *mesosRun) series(ctx context.Context, spec seriesSpec, n int, started f
 // before the CPU at the window's start, after it at its end, so that
 // neither read falls in the window.
 type seriesHook struct {
-	poller, idle *server
+	poller, idle *server.Server
 	started      func()
 	armed        atomic.Int32 // 0: CPU only; armStart; armEnd
 	err          atomic.Pointer[error]
@@ -274,8 +274,8 @@ func (h *seriesHook) sample() pollSample {
 			h.started()
 		}
 	}
-	s.cpu, _ = procstat.CPUSeconds(h.poller.pid())
-	s.idle, _ = procstat.CPUSeconds(h.idle.pid())
+	s.cpu, _ = procstat.CPUSeconds(h.poller.PID())
+	s.idle, _ = procstat.CPUSeconds(h.idle.PID())
 	if mode == armEnd {
 		h.extra(&s)
 	}
@@ -284,7 +284,7 @@ func (h *seriesHook) sample() pollSample {
 
 func (h *seriesHook) extra(s *pollSample) {
 	var err error
-	if s.metrics, err = promValues(h.poller); err == nil {
+	if s.metrics, err = server.PromValues(h.poller); err == nil {
 		s.serial, err = mesosSerial(h.poller)
 	}
 	if err != nil {
@@ -483,34 +483,6 @@ func (r *mesosRun) serveChange(ctx context.Context, prepared <-chan preparedChan
 	}
 	gz, err := r.si.serve(c.body)
 	return c, gz, err
-}
-
-// promValues reads a server's metrics: each series' value by its name
-// and labels as the text format writes them.
-func promValues(s *server) (map[string]float64, error) {
-	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
-	if err != nil {
-		return nil, fmt.Errorf("metrics of %s: %w", s, err)
-	}
-	return parseProm(text), nil
-}
-
-// parseProm reads the Prometheus text format: "name{labels} value" lines.
-func parseProm(text string) map[string]float64 {
-	out := map[string]float64{}
-	for line := range strings.SplitSeq(text, "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out
 }
 
 // maxOf is the largest of xs (0 when empty).

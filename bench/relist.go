@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"context"
 	"fmt"
 	"maps"
@@ -100,7 +102,7 @@ func (r *relistResult) notRelisted() []string {
 
 // relist starts t alone, lets it settle, forces the relist and measures
 // it; the server is stopped at the end.
-func (r *shapeRun) relist(ctx context.Context, t target, audit string) (*relistResult, error) {
+func (r *shapeRun) relist(ctx context.Context, t server.Target, audit string) (*relistResult, error) {
 	s, err := r.launch(ctx, t)
 	if err != nil {
 		return nil, err
@@ -114,16 +116,16 @@ func (r *shapeRun) relist(ctx context.Context, t target, audit string) (*relistR
 	if err != nil {
 		return nil, err
 	}
-	if res.SteadyRSS, _, err = procstat.RSS(s.pid()); err != nil {
+	if res.SteadyRSS, _, err = procstat.RSS(s.PID()); err != nil {
 		return nil, err
 	}
 	res.SteadyHeap = heapInuse(s)
-	if err := procstat.ResetPeak(s.pid()); err != nil {
+	if err := procstat.ResetPeak(s.PID()); err != nil {
 		return nil, err
 	}
 	offset := kubeapi.AuditSize(audit)
 	heap := sampleHeap(s)
-	defer heap.end()
+	defer heap.End()
 	down := time.Now()
 	if err := r.cluster.StopAPIServer(); err != nil {
 		return nil, fmt.Errorf("stop kube-apiserver: %w", err)
@@ -141,11 +143,11 @@ func (r *shapeRun) relist(ctx context.Context, t target, audit string) (*relistR
 		return res, err
 	}
 	res.Seconds = time.Since(up).Seconds()
-	if _, res.PeakRSS, err = procstat.RSS(s.pid()); err != nil {
+	if _, res.PeakRSS, err = procstat.RSS(s.PID()); err != nil {
 		return res, err
 	}
-	res.PeakHeap, res.HeapSamples = heap.end(), heap.samples()
-	if err := s.waitSynced(ctx, r.thr.probes(r.sr.Run.Pods), time.Minute); err != nil {
+	res.PeakHeap, res.HeapSamples = heap.End(), heap.Samples()
+	if err := s.WaitSynced(ctx, r.thr.probes(r.sr.Run.Pods), time.Minute); err != nil {
 		res.AnswersAfter = err.Error()
 	}
 	logf("relist of %s: %s; steady RSS %.1f MiB, peak %.1f MiB (%.2f×), heap %.1f → peak %.1f MiB (%d samples), over %.1f s after the API server was back",
@@ -184,19 +186,19 @@ func stockResources(pods string) []string {
 
 // watched are the resources s watches, each with ours' relist counter:
 // for ours those of its informers gauge, for stock stockResources.
-func (r *shapeRun) watched(s *server) ([]resourceRelist, error) {
-	if s.Key != keyOurs {
+func (r *shapeRun) watched(s *server.Server) ([]resourceRelist, error) {
+	if s.Key != server.KeyOurs {
 		var out []resourceRelist
 		for _, res := range stockResources(r.sr.Run.Pods) {
 			out = append(out, resourceRelist{Resource: res, Before: -1, After: -1})
 		}
 		return out, nil
 	}
-	informers, err := s.metricByLabel("coredns_watchcache_informers", "resource")
+	informers, err := s.MetricByLabel("coredns_watchcache_informers", "resource")
 	if err != nil {
 		return nil, err
 	}
-	relists, err := s.metricByLabel("coredns_watchcache_relists_total", "resource")
+	relists, err := s.MetricByLabel("coredns_watchcache_relists_total", "resource")
 	if err != nil {
 		return nil, err
 	}
@@ -215,8 +217,8 @@ func (r *shapeRun) watched(s *server) ([]resourceRelist, error) {
 // awaitRelist waits until every resource has been listed again and the
 // server has been idle for relistIdle, or, past relistGiveUp, only until
 // it is idle; it returns the resources with their lists and counters.
-func (r *shapeRun) awaitRelist(ctx context.Context, s *server, resources []resourceRelist, audit string, offset int64, up time.Time) ([]resourceRelist, error) {
-	idle := newIdleWatch(s.pid())
+func (r *shapeRun) awaitRelist(ctx context.Context, s *server.Server, resources []resourceRelist, audit string, offset int64, up time.Time) ([]resourceRelist, error) {
+	idle := newIdleWatch(s.PID())
 	end := up.Add(relistMax)
 	for {
 		lists, err := auditLists(audit, offset, s.Key)
@@ -224,8 +226,8 @@ func (r *shapeRun) awaitRelist(ctx context.Context, s *server, resources []resou
 			return resources, err
 		}
 		var counters map[string]float64
-		if s.Key == keyOurs {
-			if counters, err = s.metricByLabel("coredns_watchcache_relists_total", "resource"); err != nil {
+		if s.Key == server.KeyOurs {
+			if counters, err = s.MetricByLabel("coredns_watchcache_relists_total", "resource"); err != nil {
 				return resources, err
 			}
 		}
@@ -286,8 +288,8 @@ func (w *idleWatch) check() bool {
 
 // heapInuse is the server's go_memstats_heap_inuse_bytes, 0 when it
 // cannot be read.
-func heapInuse(s *server) int64 {
-	m, err := s.metricByLabel("go_memstats_heap_inuse_bytes", "")
+func heapInuse(s *server.Server) int64 {
+	m, err := s.MetricByLabel("go_memstats_heap_inuse_bytes", "")
 	if err != nil {
 		return 0
 	}
@@ -295,8 +297,8 @@ func heapInuse(s *server) int64 {
 }
 
 // sampleHeap samples the server's heap in use every relistSample.
-func sampleHeap(s *server) *peakWatch {
-	return watchPeak(relistSample, func() (int64, bool) {
+func sampleHeap(s *server.Server) *server.PeakWatch {
+	return server.WatchPeak(relistSample, func() (int64, bool) {
 		v := heapInuse(s)
 		return v, v > 0
 	})

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -175,7 +177,7 @@ func startsOf(res *results) string {
 	if len(res.Shapes) == 0 {
 		return toolreport.Dash
 	}
-	return fmt.Sprint(len(res.Shapes[0].FirstAnswer[keyOurs]))
+	return fmt.Sprint(len(res.Shapes[0].FirstAnswer[server.KeyOurs]))
 }
 
 func writeMemoryByShape(b *toolreport.Doc, res *results) {
@@ -185,16 +187,16 @@ func writeMemoryByShape(b *toolreport.Doc, res *results) {
 		"start to first complete answer s, median (min–max), kubeschema", "stock", "×",
 		"started together: kubeschema", "stock", "×")
 	for _, sr := range res.Shapes {
-		a, s := sr.Memory[keyOurs], sr.Memory[keyStock]
-		fa, fs := startsText(sr.FirstAnswer[keyOurs]), startsText(sr.FirstAnswer[keyStock])
+		a, s := sr.Memory[server.KeyOurs], sr.Memory[server.KeyStock]
+		fa, fs := startsText(sr.FirstAnswer[server.KeyOurs]), startsText(sr.FirstAnswer[server.KeyStock])
 		t.Row(sr.label(),
 			toolreport.Bold(toolreport.MiB(a.HeapInuse)), toolreport.MiB(s.HeapInuse),
 			toolreport.Ratio(float64(a.HeapInuse), float64(s.HeapInuse)),
 			toolreport.Bold(toolreport.MiB(a.RSS)), toolreport.MiB(s.RSS), toolreport.Ratio(float64(a.RSS), float64(s.RSS)),
 			toolreport.MiB(a.PeakRSS), toolreport.MiB(s.PeakRSS),
-			toolreport.Bold(fa), fs, toolreport.Ratio(sr.firstAnswer(keyOurs), sr.firstAnswer(keyStock)),
-			toolreport.Bold(startsText(sr.Together[keyOurs])), startsText(sr.Together[keyStock]),
-			toolreport.Ratio(median(sr.Together[keyOurs]), median(sr.Together[keyStock])))
+			toolreport.Bold(fa), fs, toolreport.Ratio(sr.firstAnswer(server.KeyOurs), sr.firstAnswer(server.KeyStock)),
+			toolreport.Bold(startsText(sr.Together[server.KeyOurs])), startsText(sr.Together[server.KeyStock]),
+			toolreport.Ratio(median(sr.Together[server.KeyOurs]), median(sr.Together[server.KeyStock])))
 	}
 	b.Table(t)
 	b.Para("Once the shape is loaded, kubeschema and stock are started in turn, one process at a time, %s times "+
@@ -218,16 +220,16 @@ func writeChurn(b *toolreport.Doc, res *results) {
 		if c == nil {
 			continue
 		}
-		a, s := c.Check[keyOurs], c.Check[keyStock]
+		a, s := c.Check[server.KeyOurs], c.Check[server.KeyStock]
 		t.Row(sr.label(),
 			fmt.Sprintf("%d → **%.0f**", c.Offered, c.Rate), fmt.Sprintf("%d (%d failed)", c.Updates, c.Failed),
-			toolreport.Bold(toolreport.MiB(c.PeakRSS[keyOurs])), toolreport.MiB(c.PeakRSS[keyStock]),
-			toolreport.Ratio(float64(c.PeakRSS[keyOurs]), float64(c.PeakRSS[keyStock])),
-			toolreport.MiB(c.After[keyOurs].RSS), toolreport.MiB(c.After[keyStock].RSS),
+			toolreport.Bold(toolreport.MiB(c.PeakRSS[server.KeyOurs])), toolreport.MiB(c.PeakRSS[server.KeyStock]),
+			toolreport.Ratio(float64(c.PeakRSS[server.KeyOurs]), float64(c.PeakRSS[server.KeyStock])),
+			toolreport.MiB(c.After[server.KeyOurs].RSS), toolreport.MiB(c.After[server.KeyStock].RSS),
 			fmt.Sprintf("%d / %d", a.Answers, s.Answers), fmt.Sprintf("**%d** / %d", a.Wrong, s.Wrong),
 			fmt.Sprintf("%d / %d", a.StaleAtEnd, s.StaleAtEnd), fmt.Sprintf("%d / %d", a.Errors, s.Errors),
-			fmt.Sprintf("%s / %s", perUpdate(c, keyOurs), perUpdate(c, keyStock)))
-		for _, k := range []string{keyOurs, keyStock} {
+			fmt.Sprintf("%s / %s", perUpdate(c, server.KeyOurs), perUpdate(c, server.KeyStock)))
+		for _, k := range []string{server.KeyOurs, server.KeyStock} {
 			for _, ex := range c.Check[k].Examples {
 				examples = append(examples, fmt.Sprintf("%s, %s: %s", sr.label(), k, ex))
 			}
@@ -273,12 +275,12 @@ func writeWindows(b *toolreport.Doc, res *results) {
 		n, q := c.Net, c.Quiet
 		t.Row(sr.label(),
 			fmt.Sprintf("%d in %.1fs (%d failed)", n.Updates, n.Seconds, n.Failed),
-			toolreport.Bold(windowPerUpdate(n, keyOurs)), windowPerUpdate(n, keyStock),
-			toolreport.Ratio(n.CPU[keyOurs], n.CPU[keyStock]),
-			fmt.Sprintf("%d / %d", n.Stale[keyOurs], n.Stale[keyStock]),
+			toolreport.Bold(windowPerUpdate(n, server.KeyOurs)), windowPerUpdate(n, server.KeyStock),
+			toolreport.Ratio(n.CPU[server.KeyOurs], n.CPU[server.KeyStock]),
+			fmt.Sprintf("%d / %d", n.Stale[server.KeyOurs], n.Stale[server.KeyStock]),
 			fmt.Sprintf("%d in %.1fs (%d failed)", q.Updates, q.Seconds, q.Failed),
-			skippedText(q), toolreport.Bold(windowPerUpdate(q, keyOurs)), windowPerUpdate(q, keyStock),
-			toolreport.Ratio(q.CPU[keyOurs], q.CPU[keyStock]))
+			skippedText(q), toolreport.Bold(windowPerUpdate(q, server.KeyOurs)), windowPerUpdate(q, server.KeyStock),
+			toolreport.Ratio(q.CPU[server.KeyOurs], q.CPU[server.KeyStock]))
 	}
 	if t.Len() == 0 {
 		return
@@ -307,7 +309,7 @@ func windowPerUpdate(w *windowResult, key string) string {
 
 // skippedText is how many of a window's updates ours skipped.
 func skippedText(w *windowResult) string {
-	n, ok := w.Skipped[keyOurs]
+	n, ok := w.Skipped[server.KeyOurs]
 	if !ok {
 		return toolreport.Dash
 	}
@@ -328,13 +330,13 @@ func writePerf(b *toolreport.Doc, res *results, sr *shapeResult) {
 	b.Heading(2, "%s %s: CPU per query, TCP, programming latency", sr.Shape.Name, sr.Shape.Title)
 	b.Para("%s.", sr.Shape.describe())
 	perfTable(b, p, testMixed, fmt.Sprintf("Cluster mix over UDP at %d queries/s", p.Rates[testMixed]),
-		versus{"floor", keyFloor}, versus{"stock", keyStock})
+		versus{"floor", server.KeyFloor}, versus{"stock", server.KeyStock})
 	big := sr.Shape.BigHeadless[len(sr.Shape.BigHeadless)-1]
 	perfTable(b, p, testTCP, fmt.Sprintf("headless-%d A over TCP (whole answer) at %d queries/s", big, p.Rates[testTCP]),
-		versus{"floor", ""}, versus{"stock", keyStock})
+		versus{"floor", ""}, versus{"stock", server.KeyStock})
 	if _, ok := p.Runs[testMC]; ok {
 		perfTable(b, p, testMC, fmt.Sprintf("Clusterset mix over UDP at %d queries/s", p.Rates[testMC]),
-			versus{"floor", keyFloor}, versus{"stock", keyStockMC})
+			versus{"floor", server.KeyFloor}, versus{"stock", server.KeyStockMC})
 	}
 	writeSaturation(b, p)
 	writeMemory(b, sr)
@@ -393,7 +395,7 @@ func perfTable(b *toolreport.Doc, p *perfFigures, test, title string, vs ...vers
 			s.rcodeMix(), toolreport.Percent(s.Other),
 		)
 		if test == testTCP {
-			row = append(row, fmt.Sprintf("%.0f", p.answerBytes(key)), toolreport.Ratio(p.answerBytes(key), p.answerBytes(keyStock)))
+			row = append(row, fmt.Sprintf("%.0f", p.answerBytes(key)), toolreport.Ratio(p.answerBytes(key), p.answerBytes(server.KeyStock)))
 		}
 		t.Row(row...)
 	}
@@ -424,7 +426,7 @@ func writeMemory(b *toolreport.Doc, sr *shapeResult) {
 	b.Heading(3, "Memory after sync, every target")
 	t := toolreport.NewTable("target", "Go heap after GC MiB", "RSS MiB", "peak RSS during sync MiB",
 		"start to first complete answer s, median (min–max)")
-	for _, key := range []string{keyOurs, keyStock, keyOursMC, keyStockMC} {
+	for _, key := range []string{server.KeyOurs, server.KeyStock, server.KeyOursMC, server.KeyStockMC} {
 		m, ok := sr.Memory[key]
 		if !ok {
 			continue
@@ -507,7 +509,7 @@ func writeTargets(b *toolreport.Doc, res *results, keys ...string) {
 
 func writeMethod(b *toolreport.Doc, res *results) {
 	b.Heading(2, "How it is measured")
-	writeTargets(b, res, keyOurs, keyStock, keyFloor, keyOursMC, keyStockMC)
+	writeTargets(b, res, server.KeyOurs, server.KeyStock, server.KeyFloor, server.KeyOursMC, server.KeyStockMC)
 	b.Para("Each target is its own `bin/coredns` process with a generated Corefile: the plugin under test alone " +
 		"in a server block on a loopback port (kubeschema and stock with the same options: `kubeconfig`, " +
 		"`pods verified`, zones `cluster.local in-addr.arpa ip6.arpa`), and `pprof` in a second block on " +

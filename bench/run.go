@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"context"
 	"errors"
 	"fmt"
@@ -63,7 +65,7 @@ type churnSettings struct {
 type shapeResult struct {
 	Shape       shape
 	LoadSeconds float64
-	Memory      map[string]memory // by target: after sync and a forced GC
+	Memory      map[string]server.Memory // by target: after sync and a forced GC
 	// FirstAnswer is by target the seconds from a process's start to the
 	// probes' complete answers, one per start (the last start is the
 	// process measured afterwards).
@@ -103,7 +105,7 @@ type perfFigures struct {
 	Calibration   map[string]map[string]float64      // test → target → saturated q/s
 	Runs          map[string]map[string][]perfResult // test → target → one per round
 	Order         map[string][]string                // test → its targets in round order
-	CrossCheck    []crossCheck
+	CrossCheck    []server.CrossCheck
 	Latency       map[string]latencyResult
 	LatencyPaired pairedLatency
 	GoBench       []goBench
@@ -205,7 +207,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 // checkTools fails early, with the fix, when a tool is missing.
 func checkTools(cfg *config) error {
 	need := []string{"dnsperf", "go"}
-	if cfg.pin {
+	if cfg.srv.Pin {
 		need = append(need, "taskset")
 	}
 	for _, t := range need {
@@ -221,8 +223,8 @@ func checkTools(cfg *config) error {
 
 func newResults(cfg *config, args []string) *results {
 	pinning := "none (-pin=false)"
-	if cfg.pin {
-		pinning = fmt.Sprintf("taskset: every DNS server process and the in-process benchmark on CPU %d (so GOMAXPROCS=1 for all), dnsperf on CPU %d", cfg.serverCPU, cfg.clientCPU)
+	if cfg.srv.Pin {
+		pinning = fmt.Sprintf("taskset: every DNS server process and the in-process benchmark on CPU %d (so GOMAXPROCS=1 for all), dnsperf on CPU %d", cfg.srv.ServerCPU, cfg.srv.ClientCPU)
 	}
 	return &results{
 		Started: time.Now(), Command: "cd bench && go run . " + toolflags.ShellJoin(args), Note: cfg.Note, Scale: cfg.Scale,
@@ -239,13 +241,13 @@ type shapeRun struct {
 	*env
 	sr      *shapeResult
 	cluster *kubeapi.Cluster
-	fix     *fixture           // the fixture's objects (S1–S4)
-	changes *changer           // the programming-latency services (Perf shapes)
-	servers map[string]*server // running, by target
+	fix     *fixture                  // the fixture's objects (S1–S4)
+	changes *changer                  // the programming-latency services (Perf shapes)
+	servers map[string]*server.Server // running, by target
 	files   queryFiles
 	// ours and stock are the pair measured: with pods verified on S1–S4,
 	// with the run's pods option on the threshold shape.
-	ours, stock target
+	ours, stock server.Target
 	// tag names the run's files in the work directory: the shape's name,
 	// and the run's on the threshold shape.
 	tag string
@@ -263,7 +265,7 @@ type shapeRun struct {
 // answer and its memory read), runs the default fixture's tests when the
 // shape has them, then the churn, and stops everything.
 func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) {
-	sr := &shapeResult{Shape: sh, Memory: map[string]memory{}, FirstAnswer: map[string][]float64{}, Together: map[string][]float64{}}
+	sr := &shapeResult{Shape: sh, Memory: map[string]server.Memory{}, FirstAnswer: map[string][]float64{}, Together: map[string][]float64{}}
 	logf("%s %s: %s", sh.Name, sh.Title, sh.describe())
 	logFile, err := os.Create(filepath.Join(e.work, sh.Name+"-kubeapi.log"))
 	if err != nil {
@@ -275,7 +277,7 @@ func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) 
 		return sr, err
 	}
 	defer c.Stop()
-	r := &shapeRun{env: e, sr: sr, cluster: c, servers: map[string]*server{}, ours: targetOurs, stock: targetStock, tag: sh.Name}
+	r := &shapeRun{env: e, sr: sr, cluster: c, servers: map[string]*server.Server{}, ours: server.TargetOurs, stock: server.TargetStock, tag: sh.Name}
 	defer r.stop()
 	if r.fix, err = newFixture(e.cfg, sh, c); err != nil {
 		return sr, err
@@ -308,7 +310,7 @@ func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) 
 		if err := r.perf(ctx); err != nil {
 			return sr, err
 		}
-		r.stop(keyFloor, keyOursMC, keyStockMC) // the churn is ours against stock alone
+		r.stop(server.KeyFloor, server.KeyOursMC, server.KeyStockMC) // the churn is ours against stock alone
 	}
 	if err := r.churn(ctx); err != nil {
 		return sr, fmt.Errorf("churn: %w", err)
@@ -323,12 +325,12 @@ func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) 
 // targets are the servers started for a shape, in start and round order:
 // ours and stock everywhere; the floor and the multicluster pair on the
 // default fixture.
-func (e *env) targets(sh shape) []target {
-	ts := []target{targetOurs, targetStock}
+func (e *env) targets(sh shape) []server.Target {
+	ts := []server.Target{server.TargetOurs, server.TargetStock}
 	if sh.Perf {
-		ts = append(ts, targetFloor)
+		ts = append(ts, server.TargetFloor)
 		if e.cfg.multicluster && sh.Imports > 0 {
-			ts = append(ts, targetOursMC, targetStockMC)
+			ts = append(ts, server.TargetOursMC, server.TargetStockMC)
 		}
 	}
 	for _, t := range ts {
@@ -342,13 +344,13 @@ func (e *env) targets(sh shape) []target {
 // first complete answer besides those of the processes measured next.
 func (r *shapeRun) timedStarts(ctx context.Context) error {
 	for range r.cfg.starts - 1 {
-		for _, t := range []target{r.ours, r.stock} {
+		for _, t := range []server.Target{r.ours, r.stock} {
 			s, err := r.launch(ctx, t)
 			if err != nil {
 				return err
 			}
-			r.sr.FirstAnswer[t.Key] = append(r.sr.FirstAnswer[t.Key], s.syncTime.Seconds())
-			logf("started alone: %s answers completely after %s", t.Key, s.syncTime.Round(time.Millisecond))
+			r.sr.FirstAnswer[t.Key] = append(r.sr.FirstAnswer[t.Key], s.SyncTime.Seconds())
+			logf("started alone: %s answers completely after %s", t.Key, s.SyncTime.Round(time.Millisecond))
 			r.stop(t.Key)
 		}
 	}
@@ -362,10 +364,10 @@ func (r *shapeRun) timedStarts(ctx context.Context) error {
 // and ours run side by side during an upgrade.
 func (r *shapeRun) startsTogether(ctx context.Context) error {
 	unpinned := *r.cfg
-	unpinned.pin = false
+	unpinned.srv.Pin = false
 	for range r.cfg.starts {
-		pair := []target{r.ours, r.stock}
-		started := make([]*server, len(pair))
+		pair := []server.Target{r.ours, r.stock}
+		started := make([]*server.Server, len(pair))
 		errs := make([]error, len(pair))
 		var wg sync.WaitGroup
 		for i, t := range pair {
@@ -379,17 +381,17 @@ func (r *shapeRun) startsTogether(ctx context.Context) error {
 			if errs[i] != nil {
 				return errs[i]
 			}
-			r.sr.Together[t.Key] = append(r.sr.Together[t.Key], started[i].syncTime.Seconds())
+			r.sr.Together[t.Key] = append(r.sr.Together[t.Key], started[i].SyncTime.Seconds())
 		}
 		logf("started together: kubeschema answers completely after %s, stock after %s",
-			started[0].syncTime.Round(time.Millisecond), started[1].syncTime.Round(time.Millisecond))
-		r.stop(keyOurs, keyStock)
+			started[0].SyncTime.Round(time.Millisecond), started[1].SyncTime.Round(time.Millisecond))
+		r.stop(server.KeyOurs, server.KeyStock)
 	}
 	return nil
 }
 
 // launch starts t and waits until it answers the probes completely.
-func (r *shapeRun) launch(ctx context.Context, t target) (*server, error) {
+func (r *shapeRun) launch(ctx context.Context, t server.Target) (*server.Server, error) {
 	s, err := r.launchWith(ctx, r.cfg, t)
 	if s != nil {
 		r.servers[t.Key] = s
@@ -398,86 +400,75 @@ func (r *shapeRun) launch(ctx context.Context, t target) (*server, error) {
 }
 
 // launchWith is launch with cfg's pinning; the caller keeps the server.
-func (r *shapeRun) launchWith(ctx context.Context, cfg *config, t target) (*server, error) {
-	s, err := startServer(cfg, r.work, r.cluster.Kubeconfig, r.tag, t)
+func (r *shapeRun) launchWith(ctx context.Context, cfg *config, t server.Target) (*server.Server, error) {
+	s, err := server.Start(cfg.srv, r.work, r.cluster.Kubeconfig, r.tag, t)
 	if err != nil {
 		return nil, err
 	}
-	probes := []sentinel{{name: "whoami.bench.", qtype: dns.TypeA}} // whoami answers in Additional: any NOERROR will do
+	probes := []server.Sentinel{{Name: "whoami.bench.", Qtype: dns.TypeA}} // whoami answers in Additional: any NOERROR will do
 	switch {
-	case t.kube && r.thr != nil:
+	case t.Kube && r.thr != nil:
 		probes = r.thr.probes(r.sr.Run.Pods)
-	case t.kube:
+	case t.Kube:
 		probes = r.clusterSentinels()
 	}
-	if t.mc {
+	if t.MC {
 		probes = append(probes, r.mcSentinels()...)
 	}
-	return s, s.waitSynced(ctx, probes, 10*time.Minute)
+	return s, s.WaitSynced(ctx, probes, 10*time.Minute)
 }
 
 // start starts t and waits until it answers the probes completely; for a
 // Kubernetes target it records the time that took from the process's start
 // and, after a short settling, its memory.
-func (r *shapeRun) start(ctx context.Context, t target) error {
+func (r *shapeRun) start(ctx context.Context, t server.Target) error {
 	s, err := r.launch(ctx, t)
 	if err != nil {
 		return err
 	}
-	if t.kube {
-		r.sr.FirstAnswer[t.Key] = append(r.sr.FirstAnswer[t.Key], s.syncTime.Seconds())
+	if t.Kube {
+		r.sr.FirstAnswer[t.Key] = append(r.sr.FirstAnswer[t.Key], s.SyncTime.Seconds())
 		time.Sleep(2 * time.Second) // let the first burst of work settle
-		if r.sr.Memory[t.Key], err = s.readMemory(); err != nil {
+		if r.sr.Memory[t.Key], err = s.ReadMemory(); err != nil {
 			return err
 		}
 		if err := r.heapProfile(s); err != nil {
 			return err
 		}
 		m := r.sr.Memory[t.Key]
-		logf("%s answers completely %s after start; heap %.1f MiB, RSS %.1f MiB (peak %.1f MiB)", s, s.syncTime.Round(time.Millisecond),
+		logf("%s answers completely %s after start; heap %.1f MiB, RSS %.1f MiB (peak %.1f MiB)", s, s.SyncTime.Round(time.Millisecond),
 			float64(m.HeapInuse)/mib, float64(m.RSS)/mib, float64(m.PeakRSS)/mib)
 	}
 	return nil
 }
 
 // stop stops the servers of the given targets, or all.
-func (r *shapeRun) stop(keys ...string) { stopServers(r.servers, keys...) }
-
-// stopServers stops the servers of the given targets, or all, and forgets
-// them.
-func stopServers(servers map[string]*server, keys ...string) {
-	for k, s := range servers {
-		if len(keys) == 0 || slices.Contains(keys, k) {
-			s.stop()
-			delete(servers, k)
-		}
-	}
-}
+func (r *shapeRun) stop(keys ...string) { server.StopAll(r.servers, keys...) }
 
 // churn rewrites EndpointSlices under ours and stock.
 func (r *shapeRun) churn(ctx context.Context) error {
 	cc := r.cfg.churn
-	ours, stock := r.servers[keyOurs], r.servers[keyStock]
+	ours, stock := r.servers[server.KeyOurs], r.servers[server.KeyStock]
 	if r.churner == nil {
 		r.churner = newChurn(cc, r.fix.cs, fixtureChurned(r.fix))
 	}
 	ch := r.churner
 	logf("churn: %d updates/s offered for %s by %d writers over %d services; checking %d headless names at %d q/s per server",
 		cc.rate, cc.duration, cc.writers, len(ch.services), len(ch.checked), cc.checkRate)
-	if r.cfg.pin { // each server may take a CPU of its own: neither waits for the other's work
-		for _, s := range []*server{ours, stock} {
-			if err := s.unpin(); err != nil {
+	if r.cfg.srv.Pin { // each server may take a CPU of its own: neither waits for the other's work
+		for _, s := range []*server.Server{ours, stock} {
+			if err := s.Unpin(); err != nil {
 				return err
 			}
 		}
 	}
-	res, err := ch.run(ctx, []*server{ours, stock})
+	res, err := ch.run(ctx, []*server.Server{ours, stock})
 	r.sr.Churn = res
 	if err != nil {
 		return err
 	}
 	logf("churn: %d updates in %.1fs (%.0f/s), %d failed", res.Updates, res.Seconds, res.Rate, res.Failed)
-	for _, k := range []string{keyOurs, keyStock} {
+	for _, k := range []string{server.KeyOurs, server.KeyStock} {
 		c := res.Check[k]
 		logf("  %s: peak RSS %.1f MiB, after %.1f MiB; CPU %.1fs; %d answers checked, %d wrong, %d errors, %d truncated, %d stale at the end",
 			k, float64(res.PeakRSS[k])/mib, float64(res.After[k].RSS)/mib, res.CPU[k], c.Answers, c.Wrong, c.Errors, c.Truncated, c.StaleAtEnd)
@@ -490,7 +481,7 @@ func (r *shapeRun) churn(ctx context.Context) error {
 			continue
 		}
 		logf("  window, %s: %d updates in %.1fs; CPU µs per update: kubeschema %s, stock %s; skipped by kubeschema: %s",
-			w.name, w.w.Updates, w.w.Seconds, windowPerUpdate(w.w, keyOurs), windowPerUpdate(w.w, keyStock), skippedText(w.w))
+			w.name, w.w.Updates, w.w.Seconds, windowPerUpdate(w.w, server.KeyOurs), windowPerUpdate(w.w, server.KeyStock), skippedText(w.w))
 	}
 	return nil
 }
@@ -514,7 +505,7 @@ func (r *shapeRun) perf(ctx context.Context) error {
 	}
 	logf("programming latency: %d changes", r.cfg.changes)
 	p := r.sr.Perf
-	p.Latency, p.LatencyPaired, err = measureLatency(ctx, r.changes, []*server{r.servers[keyOurs], r.servers[keyStock]}, r.cfg.changes)
+	p.Latency, p.LatencyPaired, err = measureLatency(ctx, r.changes, []*server.Server{r.servers[server.KeyOurs], r.servers[server.KeyStock]}, r.cfg.changes)
 	if err != nil {
 		return fmt.Errorf("programming latency: %w", err)
 	}
@@ -543,21 +534,21 @@ func (r *shapeRun) writeFiles() error {
 // each kind numbered last (a headless one with all its endpoints), the
 // largest headless service whole, the pod loaded last, and the latency
 // services.
-func (r *shapeRun) clusterSentinels() []sentinel {
+func (r *shapeRun) clusterSentinels() []server.Sentinel {
 	f, sh := r.fix, r.sr.Shape
 	name := func(s svcRef) string { return s.name + "." + s.ns + ".svc.cluster.local." }
-	var out []sentinel
+	var out []server.Sentinel
 	if cips := sortedRefs(f.clusterIPs); len(cips) > 0 {
-		out = append(out, sentinel{name: name(cips[len(cips)-1]), qtype: dns.TypeA, min: 1})
+		out = append(out, server.Sentinel{Name: name(cips[len(cips)-1]), Qtype: dns.TypeA, Min: 1})
 	}
 	if hls := sortedRefs(f.headless); len(hls) > 0 {
-		out = append(out, sentinel{name: name(hls[len(hls)-1]), qtype: dns.TypeA, min: sh.Endpoints, tcp: sh.Endpoints > 20})
+		out = append(out, server.Sentinel{Name: name(hls[len(hls)-1]), Qtype: dns.TypeA, Min: sh.Endpoints, TCP: sh.Endpoints > 20})
 	}
 	if len(f.big) > 0 {
-		out = append(out, sentinel{name: name(f.big[len(f.big)-1]), qtype: dns.TypeA, tcp: true, min: sh.BigHeadless[len(sh.BigHeadless)-1]})
+		out = append(out, server.Sentinel{Name: name(f.big[len(f.big)-1]), Qtype: dns.TypeA, TCP: true, Min: sh.BigHeadless[len(sh.BigHeadless)-1]})
 	}
 	if sh.Pods > 0 {
-		out = append(out, sentinel{name: f.podName(sh.Pods - 1), qtype: dns.TypeA, min: 1})
+		out = append(out, server.Sentinel{Name: f.podName(sh.Pods - 1), Qtype: dns.TypeA, Min: 1})
 	}
 	if r.changes != nil {
 		out = append(out, r.changes.sentinels()...)
@@ -566,15 +557,15 @@ func (r *shapeRun) clusterSentinels() []sentinel {
 }
 
 // mcSentinels are the imports loaded last, of each type.
-func (r *shapeRun) mcSentinels() []sentinel {
-	var out []sentinel
+func (r *shapeRun) mcSentinels() []server.Sentinel {
+	var out []server.Sentinel
 	seen := map[bool]bool{}
 	imps := sortedRefs(r.fix.imports)
 	for i := len(imps) - 1; i >= 0 && len(seen) < 2; i-- {
 		headless := imps[i].ip == ""
 		if !seen[headless] {
 			seen[headless] = true
-			out = append(out, sentinel{name: imps[i].name + "." + imps[i].ns + ".svc.clusterset.local.", qtype: dns.TypeA, min: 1})
+			out = append(out, server.Sentinel{Name: imps[i].name + "." + imps[i].ns + ".svc.clusterset.local.", Qtype: dns.TypeA, Min: 1})
 		}
 	}
 	return out
@@ -584,14 +575,14 @@ func (r *shapeRun) mcSentinels() []sentinel {
 // (the saturated test has qps 0).
 type testPlan struct {
 	name    string
-	targets []*server
+	targets []*server.Server
 	spec    perfSpec
 }
 
 // plans are the tests of a round, with the rates set.
 func (r *shapeRun) plans(ctx context.Context) ([]testPlan, error) {
-	pick := func(keys ...string) []*server {
-		var out []*server
+	pick := func(keys ...string) []*server.Server {
+		var out []*server.Server
 		for _, k := range keys {
 			if s := r.servers[k]; s != nil {
 				out = append(out, s)
@@ -607,13 +598,13 @@ func (r *shapeRun) plans(ctx context.Context) ([]testPlan, error) {
 	mc := perfSpec{file: r.files.mc, duration: cfg.duration, clients: 4, outstanding: 100, verbose: true}
 	sat := perfSpec{file: r.files.mix, duration: cfg.satDuration, clients: 8, outstanding: 500}
 	plans := []testPlan{
-		{testMixed, pick(keyOurs, keyStock, keyFloor), mixed},
-		{testTCP, pick(keyOurs, keyStock), tcp},
+		{testMixed, pick(server.KeyOurs, server.KeyStock, server.KeyFloor), mixed},
+		{testTCP, pick(server.KeyOurs, server.KeyStock), tcp},
 	}
-	if r.servers[keyStockMC] != nil {
-		plans = append(plans, testPlan{testMC, pick(keyOursMC, keyStockMC, keyFloor), mc})
+	if r.servers[server.KeyStockMC] != nil {
+		plans = append(plans, testPlan{testMC, pick(server.KeyOursMC, server.KeyStockMC, server.KeyFloor), mc})
 	}
-	plans = append(plans, testPlan{testSaturated, pick(keyOurs, keyStock, keyFloor), sat})
+	plans = append(plans, testPlan{testSaturated, pick(server.KeyOurs, server.KeyStock, server.KeyFloor), sat})
 	// Calibration: each fixed-load test's targets saturated once (also the
 	// warm-up); the fixed load is half the slowest.
 	p.Rates, p.Calibration = map[string]int{}, map[string]map[string]float64{}
@@ -739,47 +730,17 @@ func (r *shapeRun) profiles(ctx context.Context, plans []testPlan) error {
 }
 
 // heapProfile saves s's heap profile after sync (-profile).
-func (r *shapeRun) heapProfile(s *server) error { return saveHeapProfile(r.cfg, r.sr.Shape.Name, s) }
-
-// saveHeapProfile saves s's heap profile, measured on the shape named, to
-// the -profile directory (nothing without -profile).
-func saveHeapProfile(cfg *config, shapeName string, s *server) error {
-	if cfg.profile == "" {
-		return nil
-	}
-	if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
-		return err
-	}
-	body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", s.pprof))
-	if err != nil {
-		return fmt.Errorf("heap profile of %s: %w", s, err)
-	}
-	path := filepath.Join(cfg.profile, fmt.Sprintf("%s-heap-%s.pprof", shapeName, s.Key))
-	return os.WriteFile(path, []byte(body), 0o644)
+func (r *shapeRun) heapProfile(s *server.Server) error {
+	return server.SaveHeapProfile(r.cfg.profile, r.sr.Shape.Name, s)
 }
 
 // profileRun records s's CPU profile over one run of spec.
-func profileRun(ctx context.Context, cfg *config, s *server, spec perfSpec, path string) error {
-	done := cpuProfile(s, max(1, int(spec.duration.Seconds())), path)
+func profileRun(ctx context.Context, cfg *config, s *server.Server, spec perfSpec, path string) error {
+	done := server.CPUProfile(s, max(1, int(spec.duration.Seconds())), path)
 	if _, err := runPerf(ctx, cfg, s, spec); err != nil {
 		return err
 	}
 	return <-done
-}
-
-// cpuProfile records s's CPU profile over the next secs seconds to path,
-// and says when it is written.
-func cpuProfile(s *server, secs int, path string) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", s.pprof, secs))
-		if err != nil {
-			done <- fmt.Errorf("CPU profile of %s: %w", s, err)
-			return
-		}
-		done <- os.WriteFile(path, []byte(body), 0o644)
-	}()
-	return done
 }
 
 // goBench runs the in-process benchmark against the shape's data.
@@ -792,7 +753,7 @@ func (r *shapeRun) goBench(ctx context.Context) error {
 	r.res.GoBenchCommand = fmt.Sprintf("cd bench && go test -c -o inprocess.test ./inprocess && "+
 		"SCHEMADNS_BENCH_KUBECONFIG=... SCHEMADNS_BENCH_CASES=cases.txt SCHEMADNS_BENCH_MIX=mix.txt "+
 		"taskset -c %d ./inprocess.test %s",
-		r.cfg.serverCPU, strings.Join(goBenchArgs(r.cfg), " "))
+		r.cfg.srv.ServerCPU, strings.Join(goBenchArgs(r.cfg), " "))
 	r.sr.Perf.GoBench, err = runInprocess(ctx, r.cfg, bin, r.cluster.Kubeconfig, r.files.cases, r.files.mix)
 	return err
 }

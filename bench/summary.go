@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"fmt"
 	"math"
 	"slices"
@@ -130,14 +132,14 @@ func goals(res *results) []goal {
 	for _, name := range []string{"S1", "S2", "S3", "S4"} {
 		var a, b float64
 		if sr := byName[name]; sr != nil {
-			a, b = float64(sr.Memory[keyOurs].HeapInuse)/mib, float64(sr.Memory[keyStock].HeapInuse)/mib
+			a, b = float64(sr.Memory[server.KeyOurs].HeapInuse)/mib, float64(sr.Memory[server.KeyStock].HeapInuse)/mib
 		}
 		ratio("Go heap in use after a forced GC: kubeschema / stock", shapeLabel(name), "≤ 0.60", a, b, 0.6, "MiB")
 	}
 	for _, name := range []string{"S1", "S2"} {
 		var a, b float64
 		if sr := byName[name]; sr != nil && sr.Churn != nil {
-			a, b = float64(sr.Churn.PeakRSS[keyOurs])/mib, float64(sr.Churn.PeakRSS[keyStock])/mib
+			a, b = float64(sr.Churn.PeakRSS[server.KeyOurs])/mib, float64(sr.Churn.PeakRSS[server.KeyStock])/mib
 		}
 		g := ratio("peak RSS under EndpointSlice churn: kubeschema / stock", shapeLabel(name), "≤ 0.80", a, b, 0.8, "MiB")
 		if sr := byName[name]; sr != nil && sr.Churn != nil && g.Met != "not measured" {
@@ -148,7 +150,7 @@ func goals(res *results) []goal {
 		var a, b float64
 		if sr := byName[name]; sr != nil && sr.Churn != nil && sr.Churn.Net != nil && sr.Churn.Net.Updates > 0 {
 			n := sr.Churn.Net
-			a, b = n.CPU[keyOurs]/float64(n.Updates)*1e6, n.CPU[keyStock]/float64(n.Updates)*1e6
+			a, b = n.CPU[server.KeyOurs]/float64(n.Updates)*1e6, n.CPU[server.KeyStock]/float64(n.Updates)*1e6
 		}
 		ratio("server CPU per EndpointSlice update, net of queries: kubeschema / stock", shapeLabel(name), "≤ 0.50", a, b, 0.5, "µs")
 	}
@@ -160,7 +162,7 @@ func goals(res *results) []goal {
 			continue
 		}
 		q := sr.Churn.Quiet
-		n, ok := q.Skipped[keyOurs]
+		n, ok := q.Skipped[server.KeyOurs]
 		if !ok {
 			continue
 		}
@@ -185,18 +187,18 @@ func goals(res *results) []goal {
 		big = fmt.Sprintf("%d-endpoint", perfShape.Shape.BigHeadless[len(perfShape.Shape.BigHeadless)-1])
 	}
 	ratio("answer size, "+big+" headless A over TCP: kubeschema / stock", shapeLabel(perfName), "≤ 0.50",
-		p.answerBytes(keyOurs), p.answerBytes(keyStock), 0.5, "bytes")
+		p.answerBytes(server.KeyOurs), p.answerBytes(server.KeyStock), 0.5, "bytes")
 	first := goal{What: "start to first complete answer, each started alone: kubeschema / stock", Shape: shapeLabel("S2"), Goal: "≤ 0.80", Met: "not measured", Measured: "–"}
-	if sr := byName["S2"]; sr != nil && sr.firstAnswer(keyOurs) > 0 && sr.firstAnswer(keyStock) > 0 {
-		a, b := sr.firstAnswer(keyOurs), sr.firstAnswer(keyStock)
-		first.Measured = fmt.Sprintf("%.2f (%.2f s / %.2f s, medians of %d starts each)", a/b, a, b, len(sr.FirstAnswer[keyOurs]))
+	if sr := byName["S2"]; sr != nil && sr.firstAnswer(server.KeyOurs) > 0 && sr.firstAnswer(server.KeyStock) > 0 {
+		a, b := sr.firstAnswer(server.KeyOurs), sr.firstAnswer(server.KeyStock)
+		first.Measured = fmt.Sprintf("%.2f (%.2f s / %.2f s, medians of %d starts each)", a/b, a, b, len(sr.FirstAnswer[server.KeyOurs]))
 		first.Met = toolreport.Met(a <= 0.8*b)
 	}
 	out = append(out, first)
 	first = goal{What: "start to first complete answer, both started at the same moment: kubeschema / stock", Shape: shapeLabel("S2"), Goal: "≤ 0.80", Met: "not measured", Measured: "–"}
-	if sr := byName["S2"]; sr != nil && median(sr.Together[keyOurs]) > 0 && median(sr.Together[keyStock]) > 0 {
-		a, b := median(sr.Together[keyOurs]), median(sr.Together[keyStock])
-		first.Measured = fmt.Sprintf("%.2f (%.2f s / %.2f s, medians of %d starts)", a/b, a, b, len(sr.Together[keyOurs]))
+	if sr := byName["S2"]; sr != nil && median(sr.Together[server.KeyOurs]) > 0 && median(sr.Together[server.KeyStock]) > 0 {
+		a, b := median(sr.Together[server.KeyOurs]), median(sr.Together[server.KeyStock])
+		first.Measured = fmt.Sprintf("%.2f (%.2f s / %.2f s, medians of %d starts)", a/b, a, b, len(sr.Together[server.KeyOurs]))
 		first.Met = toolreport.Met(a <= 0.8*b)
 	}
 	out = append(out, first)
@@ -208,8 +210,8 @@ func goals(res *results) []goal {
 			g.Measured += fmt.Sprintf("; rounds %.2f–%.2f", lo, hi)
 		}
 	}
-	cpu("CPU per query, cluster mix over UDP: kubeschema / stock", "≤ 0.75", testMixed, keyOurs, keyStock, 0.75)
-	cpu("CPU per query, cluster mix over UDP: kubeschema / floor", "≤ 1.02", testMixed, keyOurs, keyFloor, 1.02)
+	cpu("CPU per query, cluster mix over UDP: kubeschema / stock", "≤ 0.75", testMixed, server.KeyOurs, server.KeyStock, 0.75)
+	cpu("CPU per query, cluster mix over UDP: kubeschema / floor", "≤ 1.02", testMixed, server.KeyOurs, server.KeyFloor, 1.02)
 	// The worst positive answer of the mix, not the best: a headless A, an
 	// SRV or a PTR answer has more to render than a ClusterIP A.
 	alloc := goal{What: "allocations per cached positive answer (in-process ServeDNS, the most of ClusterIP A, headless A, SRV, PTR)",
@@ -236,7 +238,7 @@ func goals(res *results) []goal {
 		if sr.Churn == nil || sr.Run != nil {
 			continue
 		}
-		c := sr.Churn.Check[keyOurs]
+		c := sr.Churn.Check[server.KeyOurs]
 		total, answers = total+c.Wrong+c.StaleAtEnd, answers+c.Answers
 		parts = append(parts, fmt.Sprintf("%s %d of %s", sr.Shape.Name, c.Wrong, toolreport.Thousands(c.Answers)))
 		if c.StaleAtEnd > 0 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"fmt"
 	"strings"
 
@@ -47,8 +49,8 @@ func heapGoalOf(sr *shapeResult) goal {
 	want := heapGoal[sr.Run.Pods]
 	g := goal{What: "heap after GC, kubeschema against stock", Shape: sr.label(),
 		Goal: fmt.Sprintf("≤ %.1f×", want), Met: "not measured", Measured: toolreport.Dash}
-	a, okA := sr.Memory[keyOurs]
-	s, okS := sr.Memory[keyStock]
+	a, okA := sr.Memory[server.KeyOurs]
+	s, okS := sr.Memory[server.KeyStock]
 	if okA && okS && s.HeapInuse > 0 {
 		ratio := float64(a.HeapInuse) / float64(s.HeapInuse)
 		g.Measured = fmt.Sprintf("%s / %s = %.2f×", toolreport.MiB(a.HeapInuse), toolreport.MiB(s.HeapInuse), ratio)
@@ -60,7 +62,7 @@ func heapGoalOf(sr *shapeResult) goal {
 func startGoalOf(sr *shapeResult) goal {
 	g := goal{What: "start-up to the first complete answer, kubeschema against stock", Shape: sr.label(),
 		Goal: fmt.Sprintf("≤ %.1f×", startGoal), Met: "not measured", Measured: toolreport.Dash}
-	a, s := sr.firstAnswer(keyOurs), sr.firstAnswer(keyStock)
+	a, s := sr.firstAnswer(server.KeyOurs), sr.firstAnswer(server.KeyStock)
 	if a > 0 && s > 0 {
 		g.Measured = fmt.Sprintf("%.1f s / %.1f s = %.2f×", a, s, a/s)
 		g.Met = toolreport.Met(a/s <= startGoal)
@@ -74,7 +76,7 @@ func relistGoals(sr *shapeResult) []goal {
 		Goal: fmt.Sprintf("≤ %.1f×", relistOwnGoal), Met: "not measured", Measured: toolreport.Dash}
 	vs := goal{What: "relist peak RSS, kubeschema against stock's", Shape: sr.label(),
 		Goal: fmt.Sprintf("≤ %.1f×", relistStockGoal), Met: "not measured", Measured: toolreport.Dash}
-	a, s := sr.Run.Relist[keyOurs], sr.Run.Relist[keyStock]
+	a, s := sr.Run.Relist[server.KeyOurs], sr.Run.Relist[server.KeyStock]
 	if a != nil && a.PeakRSS > 0 && a.SteadyRSS > 0 {
 		ratio := float64(a.PeakRSS) / float64(a.SteadyRSS)
 		own.Measured = fmt.Sprintf("%s / %s = %.2f×", toolreport.MiB(a.PeakRSS), toolreport.MiB(a.SteadyRSS), ratio)
@@ -97,7 +99,7 @@ func churnGoalOf(sr *shapeResult) goal {
 	if sr.Churn == nil {
 		return g
 	}
-	c := sr.Churn.Check[keyOurs]
+	c := sr.Churn.Check[server.KeyOurs]
 	if c.Answers == 0 {
 		return g
 	}
@@ -138,7 +140,7 @@ func writeThresholdRun(b *toolreport.Doc, sr *shapeResult) {
 	b.Heading(3, "%s", sr.label())
 	if p := run.CPU; p != nil {
 		perfTable(b, p, testMixed, fmt.Sprintf("%s: cluster mix over UDP at %d queries/s", sr.label(), p.Rates[testMixed]),
-			versus{"floor", keyFloor}, versus{"stock", keyStock})
+			versus{"floor", server.KeyFloor}, versus{"stock", server.KeyStock})
 		b.Para("The fixed load is %s. Command: `%s`.", run.LoadFrom, run.Command)
 		if len(p.CrossCheck) > 0 {
 			writeCrossCheck(b, p, "")
@@ -150,7 +152,7 @@ func writeThresholdRun(b *toolreport.Doc, sr *shapeResult) {
 	}
 	t := toolreport.NewTable("server", "steady RSS", "peak RSS", "peak ÷ steady", "steady heap", "peak heap (samples)",
 		"API server down, s", "relist, s", "relisted", "answers after").TextColumns(1)
-	for _, key := range []string{keyOurs, keyStock} {
+	for _, key := range []string{server.KeyOurs, server.KeyStock} {
 		r := run.Relist[key]
 		if r == nil {
 			continue

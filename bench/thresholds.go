@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/server"
+
 	"context"
 	"fmt"
 	"os"
@@ -135,7 +137,7 @@ func (e *env) measureThresholds(ctx context.Context, sh shape) ([]*shapeResult, 
 		if ctx.Err() != nil {
 			break
 		}
-		sr := &shapeResult{Shape: sh, LoadSeconds: loaded, Memory: map[string]memory{}, FirstAnswer: map[string][]float64{},
+		sr := &shapeResult{Shape: sh, LoadSeconds: loaded, Memory: map[string]server.Memory{}, FirstAnswer: map[string][]float64{},
 			Together: map[string][]float64{},
 			Run:      &thresholdRun{Pods: pods, Counts: l.Counts(), Writers: e.cfg.s5Writers, Relist: map[string]*relistResult{}}}
 		err := e.thresholdRun(ctx, sr, c, d, audit)
@@ -154,15 +156,15 @@ func (e *env) measureThresholds(ctx context.Context, sh shape) ([]*shapeResult, 
 // of each measured), the cluster mix at a fixed load on them and on the
 // floor, the churn, then the forced relist of each alone.
 func (e *env) thresholdRun(ctx context.Context, sr *shapeResult, c *kubeapi.Cluster, d *thresholdData, audit string) error {
-	ours, stock := kubeTargets(sr.Run.Pods)
-	r := &shapeRun{env: e, sr: sr, cluster: c, servers: map[string]*server{}, ours: ours, stock: stock,
+	ours, stock := server.KubeTargets(sr.Run.Pods)
+	r := &shapeRun{env: e, sr: sr, cluster: c, servers: map[string]*server.Server{}, ours: ours, stock: stock,
 		tag: sr.Shape.Name + "-pods-" + sr.Run.Pods, thr: d, churner: d.churner}
 	defer r.stop()
 	logf("%s: both plugins with pods %s", sr.label(), sr.Run.Pods)
 	if err := r.timedStarts(ctx); err != nil {
 		return err
 	}
-	for _, t := range []target{ours, stock, targetFloor} {
+	for _, t := range []server.Target{ours, stock, server.TargetFloor} {
 		e.res.Targets[t.Key] = t.Label
 		if err := r.start(ctx, t); err != nil {
 			return err
@@ -171,14 +173,14 @@ func (e *env) thresholdRun(ctx context.Context, sr *shapeResult, c *kubeapi.Clus
 	if err := r.thresholdCPU(ctx); err != nil {
 		return err
 	}
-	r.stop(keyFloor)
+	r.stop(server.KeyFloor)
 	err := r.churn(ctx)
 	d.churner = r.churner
 	if err != nil {
 		return fmt.Errorf("churn: %w", err)
 	}
 	r.stop()
-	for _, t := range []target{ours, stock} {
+	for _, t := range []server.Target{ours, stock} {
 		rr, err := r.relist(ctx, t, audit)
 		if rr != nil {
 			sr.Run.Relist[t.Key] = rr
@@ -257,12 +259,12 @@ func newThresholdData(ctx context.Context, cfg *config, c *kubeapi.Cluster, l *c
 // last (with all its endpoints), the largest headless service numbered
 // last over TCP (its endpoints span slices), and with the pod watch the
 // pod loaded last.
-func (d *thresholdData) probes(pods string) []sentinel {
+func (d *thresholdData) probes(pods string) []server.Sentinel {
 	name := func(s svcRef) string { return s.name + "." + s.ns + ".svc.cluster.local." }
 	last := d.headless[len(d.headless)-1]
-	out := []sentinel{
-		{name: name(d.clusterIPs[len(d.clusterIPs)-1]), qtype: dns.TypeA, min: 1},
-		{name: name(last), qtype: dns.TypeA, min: d.endpoints[last.name], tcp: d.endpoints[last.name] > 20},
+	out := []server.Sentinel{
+		{Name: name(d.clusterIPs[len(d.clusterIPs)-1]), Qtype: dns.TypeA, Min: 1},
+		{Name: name(last), Qtype: dns.TypeA, Min: d.endpoints[last.name], TCP: d.endpoints[last.name] > 20},
 	}
 	largest := last
 	for _, s := range d.headless {
@@ -271,10 +273,10 @@ func (d *thresholdData) probes(pods string) []sentinel {
 		}
 	}
 	if largest != last {
-		out = append(out, sentinel{name: name(largest), qtype: dns.TypeA, min: d.endpoints[largest.name], tcp: true})
+		out = append(out, server.Sentinel{Name: name(largest), Qtype: dns.TypeA, Min: d.endpoints[largest.name], TCP: true})
 	}
 	if pods == "verified" && d.lastPod != "" {
-		out = append(out, sentinel{name: d.lastPod, qtype: dns.TypeA, min: 1})
+		out = append(out, server.Sentinel{Name: d.lastPod, Qtype: dns.TypeA, Min: 1})
 	}
 	return out
 }
@@ -291,10 +293,10 @@ func (r *shapeRun) thresholdCPU(ctx context.Context) error {
 	}
 	p := &perfFigures{Rates: map[string]int{}, Calibration: map[string]map[string]float64{}}
 	run.CPU = p
-	p.CrossCheck = []crossCheck{compareTargets(r.servers[keyOurs], r.servers[keyStock], r.files.mix)}
+	p.CrossCheck = []server.CrossCheck{server.Compare(r.servers[server.KeyOurs], r.servers[server.KeyStock], r.files.mix)}
 	logf("answers %s: %d of %d distinct queries differ", p.CrossCheck[0].Pair, p.CrossCheck[0].Differing, p.CrossCheck[0].Compared)
 	spec := perfSpec{file: r.files.mix, duration: r.cfg.duration, clients: 4, outstanding: 100, verbose: true}
-	pl := testPlan{testMixed, []*server{r.servers[keyOurs], r.servers[keyStock], r.servers[keyFloor]}, spec}
+	pl := testPlan{testMixed, []*server.Server{r.servers[server.KeyOurs], r.servers[server.KeyStock], r.servers[server.KeyFloor]}, spec}
 	given, from := r.mixLoad()
 	if err := calibrate(ctx, r.cfg, &pl, given, p); err != nil {
 		return err
