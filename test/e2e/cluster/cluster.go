@@ -26,7 +26,7 @@ import (
 
 // The node's addresses, all inside the network namespace and 198.18.0.0/15.
 const (
-	NodeName    = "e2e-node"
+	nodeName    = "e2e-node"
 	nodeIP      = "198.18.0.1"  // on the portless bridge e2e0; the API server's too
 	stubIP      = "198.18.0.53" // the upstream stub DNS server, on e2e0
 	podCIDR     = "198.18.1.0/24"
@@ -57,10 +57,10 @@ type Config struct {
 var Default = Config{ServiceCIDRs: ServiceCIDR, APIReady: 3 * time.Minute}
 
 // auditLog is where the API server writes its audit events, if any.
-func auditLog() string { return Path("logs", "audit.log") }
+func auditLog() string { return path("logs", "audit.log") }
 
-// Path names a file in the state directory.
-func Path(parts ...string) string { return filepath.Join(append([]string{stateDir}, parts...)...) }
+// path names a file in the state directory.
+func path(parts ...string) string { return filepath.Join(append([]string{stateDir}, parts...)...) }
 
 // Description says what ran, for the report's reader.
 const Description = `## The cluster

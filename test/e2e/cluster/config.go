@@ -31,8 +31,8 @@ state = %[2]q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %[5]q
     conf_dir = %[6]q
-`, Path("containerd", "root"), Path("containerd", "state"), Path("containerd", "containerd.sock"),
-		images.Pause, cniBinDir, Path("cni", "net.d"), Path("runc"))
+`, path("containerd", "root"), path("containerd", "state"), path("containerd", "containerd.sock"),
+		images.Pause, cniBinDir, path("cni", "net.d"), path("runc"))
 }
 
 // cniConfig is the pods' network: one bridge, host-local addresses, the
@@ -58,7 +58,7 @@ func cniConfig() string {
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
-`, podCIDR, podGateway, Path("cni", "ipam"))
+`, podCIDR, podGateway, path("cni", "ipam"))
 }
 
 // kubeletConfig is kubelet's configuration for this machine: cgroups v1
@@ -95,5 +95,5 @@ evictionHard:
   nodefs.inodesFree: "1%%"
 localStorageCapacityIsolation: false
 podLogsDir: %s
-`, cgroupName, sock, nodeIP, clusterDNS, resolvConf, Path("pod-logs"))
+`, cgroupName, sock, nodeIP, clusterDNS, resolvConf, path("pod-logs"))
 }

@@ -46,7 +46,7 @@ func (d *daemon) alive() bool {
 }
 
 func (d *daemon) exitError() error {
-	return fmt.Errorf("%s exited: %v (see %s/%s.log)", d.name, d.err, Path("logs"), d.name)
+	return fmt.Errorf("%s exited: %v (see %s/%s.log)", d.name, d.err, path("logs"), d.name)
 }
 
 // stop asks the daemon to stop, and kills it after 10 seconds.

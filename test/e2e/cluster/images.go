@@ -14,7 +14,7 @@ import (
 // LoadImages builds the test images and imports them with ours (the
 // tarball of make image); it returns our image's name in the runtime.
 func (n *Node) LoadImages(ctx context.Context, ours string) (string, error) {
-	built, err := images.Build(ctx, Path("images"))
+	built, err := images.Build(ctx, path("images"))
 	if err != nil {
 		return "", fmt.Errorf("build test images: %w", err)
 	}

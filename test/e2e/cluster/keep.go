@@ -19,14 +19,14 @@ import (
 // keptPIDs lists the processes of a cluster kept by -keep, one "PID NAME"
 // a line: each daemon as it starts, then, once the run ends, every
 // process of the run (the daemons, containerd's shims, the pods).
-func keptPIDs() string { return Path("kept.pids") }
+func keptPIDs() string { return path("kept.pids") }
 
 // keptKubectl is a link to the kubectl of the run, for the look around.
-func keptKubectl() string { return Path("bin", "kubectl") }
+func keptKubectl() string { return path("bin", "kubectl") }
 
 // keptKubeconfig is the admin kubeconfig kubeapi writes in its WorkDir
 // (startAPI).
-func keptKubeconfig() string { return Path("kubeapi", "kubeconfig") }
+func keptKubeconfig() string { return path("kubeapi", "kubeconfig") }
 
 // detachedAttr starts a daemon of a kept cluster: in a session of its own,
 // so that neither the runner's end nor a signal to the runner's process
@@ -52,16 +52,16 @@ func recordKept(pid int, name string) error {
 // so kubeapi's Kill (of the group) still stops it, as the API server
 // restarts of the relist checks need.
 func detachedLauncher(name, bin string) (string, error) {
-	if err := os.MkdirAll(Path("bin"), 0o755); err != nil {
+	if err := os.MkdirAll(path("bin"), 0o755); err != nil {
 		return "", err
 	}
-	script := Path("bin", name)
+	script := path("bin", name)
 	text := fmt.Sprintf(`#!/bin/sh
 # %s of a cluster kept by bin/e2e -keep (test/e2e/cluster/keep.go).
 echo "$$ %s" >>%s
 exec >>%s 2>&1
 exec setpriv --pdeathsig clear %s "$@"
-`, name, name, shellQuote(keptPIDs()), shellQuote(Path("logs", name+".log")), shellQuote(bin))
+`, name, name, shellQuote(keptPIDs()), shellQuote(path("logs", name+".log")), shellQuote(bin))
 	return script, os.WriteFile(script, []byte(text), 0o755)
 }
 
@@ -184,7 +184,7 @@ func announceKept() error {
 		return nil
 	}
 	fmt.Printf("e2e: the cluster is left running (-keep): %s; PIDs in %s, logs in %s\n",
-		describeKept(procs), keptPIDs(), Path("logs"))
+		describeKept(procs), keptPIDs(), path("logs"))
 	if exists(keptKubeconfig()) && exists(keptKubectl()) {
 		nsenter := "nsenter --net=" + netnsPath
 		fmt.Printf("e2e: kubeconfig: %s (its server is inside the namespace %s)\n", keptKubeconfig(), netnsName)

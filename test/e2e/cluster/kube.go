@@ -166,7 +166,7 @@ func Overlay(name, tree, tag string, extra string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := Path("overlays", name)
+	dir := path("overlays", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

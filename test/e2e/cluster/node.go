@@ -68,7 +68,7 @@ func setupNetwork() error {
 // Start starts the whole cluster and returns once the node is Ready;
 // detach (-keep) leaves it running after the runner.
 func Start(ctx context.Context, cfg Config, detach bool, logf func(string, ...any)) (*Node, error) {
-	n := &Node{cfg: cfg, detach: detach, logDir: Path("logs")}
+	n := &Node{cfg: cfg, detach: detach, logDir: path("logs")}
 	if err := os.MkdirAll(n.logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -147,7 +147,7 @@ func (n *Node) startAPI(ctx context.Context) error {
 		"--kubelet-preferred-address-types=InternalIP",
 	}
 	if n.cfg.AuditPolicy != "" {
-		policy := Path("audit-policy.yaml")
+		policy := path("audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte(n.cfg.AuditPolicy), 0o644); err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (n *Node) startAPI(ctx context.Context) error {
 	}
 	opts := kubeapi.Options{
 		ToolsDir: n.tools,
-		WorkDir:  Path("kubeapi"),
+		WorkDir:  path("kubeapi"),
 		Log:      log,
 		Address:  nodeIP,
 		// The MCS CRDs as the multicluster overlay's check wants them.
@@ -178,23 +178,23 @@ func (n *Node) startAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(Path("kubeapi", "ca.crt"), n.api.CAData(), 0o644)
+	return os.WriteFile(path("kubeapi", "ca.crt"), n.api.CAData(), 0o644)
 }
 
 // startContainerd writes containerd's configuration (everything under the
 // state directory) and starts it.
 func (n *Node) startContainerd(ctx context.Context) error {
-	n.sock = Path("containerd", "containerd.sock")
-	for _, d := range []string{Path("containerd"), Path("cni", "net.d"), Path("cni", "ipam")} {
+	n.sock = path("containerd", "containerd.sock")
+	for _, d := range []string{path("containerd"), path("cni", "net.d"), path("cni", "ipam")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
-	conf := Path("containerd", "config.toml")
+	conf := path("containerd", "config.toml")
 	if err := os.WriteFile(conf, []byte(containerdConfig()), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(Path("cni", "net.d", "10-e2e.conflist"), []byte(cniConfig()), 0o644); err != nil {
+	if err := os.WriteFile(path("cni", "net.d", "10-e2e.conflist"), []byte(cniConfig()), 0o644); err != nil {
 		return err
 	}
 	d, err := n.start("containerd", "containerd", "--config", conf)
@@ -225,7 +225,7 @@ func (n *Node) startControllers(ctx context.Context) error {
 		"--leader-elect=false",
 		"--secure-port=0",
 		// Pods get the API server's CA as kube-root-ca.crt.
-		"--root-ca-file=" + Path("kubeapi", "ca.crt"),
+		"--root-ca-file=" + path("kubeapi", "ca.crt"),
 		"--service-cluster-ip-range=" + n.cfg.ServiceCIDRs,
 		"--allocate-node-cidrs=false",
 		"--use-service-account-credentials=false",
@@ -259,19 +259,19 @@ func (n *Node) RestartKubelet(ctx context.Context, clusterDNS string) error {
 	if err := makeCgroupRoot(); err != nil {
 		return err
 	}
-	n.resolvConf = Path("resolv.conf")
+	n.resolvConf = path("resolv.conf")
 	if err := os.WriteFile(n.resolvConf, []byte("nameserver "+stubIP+"\n"), 0o644); err != nil {
 		return err
 	}
-	conf := Path("kubelet.yaml")
+	conf := path("kubelet.yaml")
 	if err := os.WriteFile(conf, []byte(kubeletConfig(n.sock, n.resolvConf, clusterDNS)), 0o644); err != nil {
 		return err
 	}
 	n.kubelet, err = n.start("kubelet", bin,
 		"--config="+conf,
 		"--kubeconfig="+n.api.Kubeconfig,
-		"--root-dir="+Path("kubelet"),
-		"--hostname-override="+NodeName,
+		"--root-dir="+path("kubelet"),
+		"--hostname-override="+nodeName,
 		"--node-ip="+nodeIP,
 	)
 	return err
@@ -298,7 +298,7 @@ func (n *Node) startProxy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	conf := Path("kube-proxy.yaml")
+	conf := path("kube-proxy.yaml")
 	cfg := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
@@ -313,7 +313,7 @@ conntrack:
   tcpCloseWaitTimeout: 0s
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
-`, podCIDR, NodeName, n.api.Kubeconfig)
+`, podCIDR, nodeName, n.api.Kubeconfig)
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		return err
 	}
@@ -324,11 +324,11 @@ healthzBindAddress: 127.0.0.1:10256
 // waitNodeReady waits for the node to register and report Ready (its
 // runtime and network up).
 func (n *Node) waitNodeReady(ctx context.Context) error {
-	return WaitFor(ctx, 3*time.Minute, "node "+NodeName+" Ready", func() error {
+	return WaitFor(ctx, 3*time.Minute, "node "+nodeName+" Ready", func() error {
 		if !n.kubelet.alive() {
 			return n.kubelet.exitError()
 		}
-		nd, err := n.api.Client().CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		nd, err := n.api.Client().CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}

@@ -136,7 +136,7 @@ func Restarts(p corev1.Pod) int32 {
 // Cordon marks the node unschedulable, or schedulable again.
 func (n *Node) Cordon(ctx context.Context, on bool) error {
 	patch := fmt.Sprintf(`{"spec":{"unschedulable":%v}}`, on)
-	_, err := n.Client().CoreV1().Nodes().Patch(ctx, NodeName, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	_, err := n.Client().CoreV1().Nodes().Patch(ctx, nodeName, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
 	return err
 }
 
