@@ -183,11 +183,13 @@ func setOf(addrs []string) string {
 	return strings.Join(addrs, ",")
 }
 
+// section is the check's section of the report.
+const section = "3. real controllers"
+
 // Run changes the web Deployment's pods through the real
 // controllers and measures, for ours and for stock CoreDNS beside it, the
 // delay from the EndpointSlice the controller wrote to the answer.
 func (c *Controllers) Run(ctx context.Context) error {
-	const section = "3. real controllers"
 	repl := c.Placeholders()
 	repl["STOCK_VIP"] = cluster.StockVIP
 	repl["STOCK_LIMIT"] = "300Mi"
@@ -199,51 +201,50 @@ func (c *Controllers) Run(ctx context.Context) error {
 	}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	api, ours, stock := newSightings(), newSightings(), newSightings()
-	var wg sync.WaitGroup
+	w := c.watch(wctx)
+	if err := c.change(ctx, w); err != nil {
+		return err
+	}
+	stop()
+	w.wg.Wait()
+	c.reportDelays(w.api, w.ours, w.stock)
+	return nil
+}
+
+// observers are the three watchers of web-headless's addresses: the API,
+// ours and stock through their VIPs.
+type observers struct {
+	api, ours, stock *sightings
+	wg               sync.WaitGroup
+}
+
+// watch starts the observers; they stop when ctx ends (then wg is done).
+func (c *Controllers) watch(ctx context.Context) *observers {
+	w := &observers{api: newSightings(), ours: newSightings(), stock: newSightings()}
 	for _, f := range []func(){
-		func() { c.watchAPI(wctx, api) },
-		func() { watchDNS(wctx, cluster.DNSVIP, ours) },
-		func() { watchDNS(wctx, cluster.StockVIP, stock) },
+		func() { c.watchAPI(ctx, w.api) },
+		func() { watchDNS(ctx, cluster.DNSVIP, w.ours) },
+		func() { watchDNS(ctx, cluster.StockVIP, w.stock) },
 	} {
-		wg.Add(1)
-		go func() { defer wg.Done(); f() }()
+		w.wg.Add(1)
+		go func() { defer w.wg.Done(); f() }()
 	}
-	settle := func(what string, want func(n int) bool) {
-		err := cluster.WaitFor(ctx, 2*time.Minute, what, func() error {
-			cur := api.current()
-			if n := len(strings.Split(cur, ",")); cur == "" || !want(n) {
-				return fmt.Errorf("API has %q", cur)
-			}
-			if ours.current() != cur || stock.current() != cur {
-				return fmt.Errorf("API %q, ours %q, stock %q", cur, ours.current(), stock.current())
-			}
-			return nil
-		})
-		cur := api.current()
-		c.Report.Assert(section, what+": both servers answer the ready pods", err == nil, "%s %s", cur, scenario.ErrText(err))
-		out, lerr := c.Cluster.Exec(ctx, scenario.AppNS, "musl", "resolve", "lookup", "-4", "web-headless")
-		got := strings.Join(strings.Fields(out)[min(1, len(strings.Fields(out))):], ",")
-		c.Report.Assert(section, what+": a client pod sees the ready pods", lerr == nil && got == cur, "%s %s", got, scenario.ErrText(lerr))
-	}
-	scale := func(n int32) error {
-		s, err := c.Cluster.Client().AppsV1().Deployments(scenario.AppNS).GetScale(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		s.Spec.Replicas = n
-		_, err = c.Cluster.Client().AppsV1().Deployments(scenario.AppNS).UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
+	return w
+}
+
+// change scales the web Deployment, flips a pod's readiness and deletes
+// it, checking after each change that both servers and a client pod
+// answer the ready pods.
+func (c *Controllers) change(ctx context.Context, w *observers) error {
+	c.settle(ctx, w, "3 replicas", func(n int) bool { return n == 3 })
+	if err := c.scale(ctx, 5); err != nil {
 		return err
 	}
-	settle("3 replicas", func(n int) bool { return n == 3 })
-	if err := scale(5); err != nil {
+	c.settle(ctx, w, "scaled 3 → 5", func(n int) bool { return n == 5 })
+	if err := c.scale(ctx, 2); err != nil {
 		return err
 	}
-	settle("scaled 3 → 5", func(n int) bool { return n == 5 })
-	if err := scale(2); err != nil {
-		return err
-	}
-	settle("scaled 5 → 2", func(n int) bool { return n == 2 })
+	c.settle(ctx, w, "scaled 5 → 2", func(n int) bool { return n == 2 })
 	pods, err := c.Cluster.PodsOf(ctx, scenario.AppNS, map[string]string{"app": "web"})
 	if err != nil {
 		return err
@@ -264,22 +265,51 @@ func (c *Controllers) Run(ctx context.Context) error {
 		if _, err := c.Cluster.Exec(ctx, scenario.AppNS, victim, "rm", "/tmp/ready"); err != nil {
 			return err
 		}
-		settle(fmt.Sprintf("readiness of %s off (%d)", victim, i+1), func(n int) bool { return n == 1 })
+		c.settle(ctx, w, fmt.Sprintf("readiness of %s off (%d)", victim, i+1), func(n int) bool { return n == 1 })
 		if _, err := c.Cluster.Exec(ctx, scenario.AppNS, victim, "touch", "/tmp/ready"); err != nil {
 			return err
 		}
-		settle(fmt.Sprintf("readiness of %s on (%d)", victim, i+1), func(n int) bool { return n == 2 })
+		c.settle(ctx, w, fmt.Sprintf("readiness of %s on (%d)", victim, i+1), func(n int) bool { return n == 2 })
 	}
 	if err := c.Cluster.Client().CoreV1().Pods(scenario.AppNS).Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
-	settle("pod "+victim+" deleted and replaced", func(n int) bool {
-		return n == 2 && !strings.Contains(api.current(), podIP(live[0]))
+	c.settle(ctx, w, "pod "+victim+" deleted and replaced", func(n int) bool {
+		return n == 2 && !strings.Contains(w.api.current(), podIP(live[0]))
 	})
-	stop()
-	wg.Wait()
-	c.reportDelays(api, ours, stock)
 	return nil
+}
+
+// settle waits until the API shows a set of ready addresses that want
+// accepts and both servers answer it, and checks that they do and that a
+// client pod sees it too.
+func (c *Controllers) settle(ctx context.Context, w *observers, what string, want func(n int) bool) {
+	err := cluster.WaitFor(ctx, 2*time.Minute, what, func() error {
+		cur := w.api.current()
+		if n := len(strings.Split(cur, ",")); cur == "" || !want(n) {
+			return fmt.Errorf("API has %q", cur)
+		}
+		if w.ours.current() != cur || w.stock.current() != cur {
+			return fmt.Errorf("API %q, ours %q, stock %q", cur, w.ours.current(), w.stock.current())
+		}
+		return nil
+	})
+	cur := w.api.current()
+	c.Report.Assert(section, what+": both servers answer the ready pods", err == nil, "%s %s", cur, scenario.ErrText(err))
+	out, lerr := c.Cluster.Exec(ctx, scenario.AppNS, "musl", "resolve", "lookup", "-4", "web-headless")
+	got := strings.Join(strings.Fields(out)[min(1, len(strings.Fields(out))):], ",")
+	c.Report.Assert(section, what+": a client pod sees the ready pods", lerr == nil && got == cur, "%s %s", got, scenario.ErrText(lerr))
+}
+
+// scale sets the web Deployment's replicas.
+func (c *Controllers) scale(ctx context.Context, n int32) error {
+	s, err := c.Cluster.Client().AppsV1().Deployments(scenario.AppNS).GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.Spec.Replicas = n
+	_, err = c.Cluster.Client().AppsV1().Deployments(scenario.AppNS).UpdateScale(ctx, "web", s, metav1.UpdateOptions{})
+	return err
 }
 
 func podIP(p corev1.Pod) string { return p.Status.PodIP }
