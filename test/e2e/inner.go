@@ -23,7 +23,8 @@ import (
 )
 
 // inner starts the cluster, runs every check and writes the report. It
-// stops the cluster on return; the outer run clears the rest.
+// stops the cluster on return; the run on the host (cluster.Host) clears
+// the rest.
 func inner(o options) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
