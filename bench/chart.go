@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"fmt"
@@ -42,11 +43,11 @@ var (
 // start-up by shape, then the default fixture's CPU and TCP answer size.
 func panels(res *results) []panel {
 	var groups []string
-	var perf *shapeResult
+	var perfShape *shapeResult
 	for _, sr := range res.Shapes {
 		groups = append(groups, sr.short())
 		if sr.Perf != nil {
-			perf = sr
+			perfShape = sr
 		}
 	}
 	pair := []series{seriesOurs, seriesStock}
@@ -86,13 +87,13 @@ func panels(res *results) []panel {
 		{"peak RSS under EndpointSlice churn (MiB)", groups, pair, peak, "%.0f", goalOf(peak, 0.8, "S1", "S2")},
 		{"start to first complete answer, median (s)", groups, pair, first, "%.1f", goalOf(first, 1, "S2")},
 	}
-	if perf == nil {
+	if perfShape == nil {
 		return out
 	}
-	p, name := perf.Perf, []string{perf.Shape.Name}
-	cpu := [][]float64{{nanIfZero(p.summaryOf(testMixed, server.KeyOurs).CPU), nanIfZero(p.summaryOf(testMixed, server.KeyStock).CPU), nanIfZero(p.summaryOf(testMixed, server.KeyFloor).CPU)}}
+	p, name := perfShape.Perf, []string{perfShape.Shape.Name}
+	cpu := [][]float64{{nanIfZero(p.SummaryOf(perf.TestMixed, server.KeyOurs).CPU), nanIfZero(p.SummaryOf(perf.TestMixed, server.KeyStock).CPU), nanIfZero(p.SummaryOf(perf.TestMixed, server.KeyFloor).CPU)}}
 	cpuGoal := []float64{math.Min(0.75*cpu[0][1], 1.02*cpu[0][2])}
-	bytes := [][]float64{{nanIfZero(p.answerBytes(server.KeyOurs) / 1024), nanIfZero(p.answerBytes(server.KeyStock) / 1024)}}
+	bytes := [][]float64{{nanIfZero(p.AnswerBytes(server.KeyOurs) / 1024), nanIfZero(p.AnswerBytes(server.KeyStock) / 1024)}}
 	return append(out,
 		panel{"CPU per query, cluster mix over UDP (µs)", name, []series{seriesOurs, seriesStock, seriesFloor}, cpu, "%.1f", cpuGoal},
 		panel{"largest headless A over TCP: answer size (KiB)", name, pair, bytes, "%.1f", []float64{0.5 * bytes[0][1]}},

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
@@ -43,9 +44,6 @@ const (
 // its two member clusters.
 const importEndpoints = 5
 
-// svcRef names one service and, for ClusterIP services, its address.
-type svcRef struct{ name, ns, ip string }
-
 // fixture is the data of one shape, loaded into its own API server, and the
 // names the queries use. Services, pods and imports are numbered.
 type fixture struct {
@@ -54,11 +52,11 @@ type fixture struct {
 	cs    kubernetes.Interface
 	dyn   dynamic.Interface
 
-	mu         sync.Mutex     // guards what the parallel loader fills in
-	clusterIPs map[int]svcRef // by service number: ClusterIP services
-	headless   map[int]svcRef // by service number: headless services
-	imports    map[int]svcRef // by import number; ip empty for headless imports
-	big        []svcRef       // the large headless services, by size
+	mu         sync.Mutex               // guards what the parallel loader fills in
+	clusterIPs map[int]querymix.Service // by service number: ClusterIP services
+	headless   map[int]querymix.Service // by service number: headless services
+	imports    map[int]querymix.Service // by import number; ip empty for headless imports
+	big        []querymix.Service       // the large headless services, by size
 }
 
 func newFixture(cfg *config, sh shape, c *kubeapi.Cluster) (*fixture, error) {
@@ -72,8 +70,8 @@ func newFixture(cfg *config, sh shape, c *kubeapi.Cluster) (*fixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fixture{cfg: cfg, shape: sh, cs: cs, dyn: dyn, clusterIPs: map[int]svcRef{},
-		headless: map[int]svcRef{}, imports: map[int]svcRef{}}, nil
+	return &fixture{cfg: cfg, shape: sh, cs: cs, dyn: dyn, clusterIPs: map[int]querymix.Service{},
+		headless: map[int]querymix.Service{}, imports: map[int]querymix.Service{}}, nil
 }
 
 // writerClient is a client of c's admin that writes in protobuf with no
@@ -158,7 +156,7 @@ func (f *fixture) load(ctx context.Context) error {
 		}
 	}
 	for _, size := range sh.BigHeadless {
-		f.big = append(f.big, svcRef{name: bigName(size), ns: "bench-big"})
+		f.big = append(f.big, querymix.Service{Name: bigName(size), NS: "bench-big"})
 	}
 	return nil
 }
@@ -270,9 +268,9 @@ func (f *fixture) loadService(ctx context.Context, i int) error {
 	}
 	f.mu.Lock()
 	if headless {
-		f.headless[i] = svcRef{name: name, ns: ns}
+		f.headless[i] = querymix.Service{Name: name, NS: ns}
 	} else {
-		f.clusterIPs[i] = svcRef{name: name, ns: ns, ip: ip}
+		f.clusterIPs[i] = querymix.Service{Name: name, NS: ns, IP: ip}
 	}
 	f.mu.Unlock()
 	addrs := make([]string, f.shape.Endpoints)
@@ -430,10 +428,23 @@ func (f *fixture) loadImport(ctx context.Context, m int) error {
 		}
 	}
 	f.mu.Lock()
-	f.imports[m] = svcRef{name: name, ns: ns, ip: ip}
+	f.imports[m] = querymix.Service{Name: name, NS: ns, IP: ip}
 	f.mu.Unlock()
 	return nil
 }
 
 // dashed is an IPv4 address as a pod name label: 10-64-0-1.
 func dashed(ip string) string { return strings.ReplaceAll(ip, ".", "-") }
+
+// multiclusterMix is the clusterset.local mix on the fixture's
+// ServiceImports.
+func (f *fixture) multiclusterMix() []querymix.Share {
+	return querymix.Multicluster(querymix.Sorted(f.imports))
+}
+
+// clusterMix is the query mix of a real cluster, for cluster.local, on
+// the fixture's services.
+func (f *fixture) clusterMix() []querymix.Share {
+	cips := querymix.Sorted(f.clusterIPs)
+	return querymix.Cluster(cips, cips, querymix.Sorted(f.headless))
+}

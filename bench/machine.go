@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
@@ -17,7 +18,7 @@ type machine struct {
 }
 
 func readMachine(coredns string) machine {
-	m := machine{Machine: toolreport.ReadMachine(coredns), Dnsperf: dnsperfVersion()}
+	m := machine{Machine: toolreport.ReadMachine(coredns), Dnsperf: perf.DnsperfVersion()}
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for line := range strings.SplitSeq(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {

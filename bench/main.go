@@ -20,7 +20,7 @@
 package main
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/server"
+	"github.com/schemadns/schemadns/bench/internal/perf"
 
 	"context"
 	"errors"
@@ -37,16 +37,14 @@ import (
 // config is the command line.
 type config struct {
 	toolflags.Common
-	shapes                []shape
-	mesos                 []mesosShape
-	rounds                int
-	starts                int
-	duration, satDuration time.Duration
-	qps, tcpQPS           int
-	changes               int
-	benchtime             string
-	// srv is how the servers and dnsperf run: the binary and the CPUs.
-	srv          server.Options
+	shapes      []shape
+	mesos       []mesosShape
+	starts      int
+	qps, tcpQPS int
+	changes     int
+	// Settings are the CPU tests' and the servers' settings: rounds,
+	// durations, the binary and the CPUs.
+	perf.Settings
 	multicluster bool
 	profile      string
 	rewrite      bool
@@ -79,17 +77,17 @@ func parseFlags(args []string) (*config, error) {
 		"S5 the Kubernetes scalability thresholds (10k services, 150k pods; measured without the pod watch and with pods verified, "+
 		"a forced relist of each server too); "+
 		"M1 a Mesos cluster (mesosschema polling a stand-in master, against the stock file plugin), M2 the same at its most costly for DNS")
-	fs.IntVar(&cfg.rounds, "rounds", 5, "rounds of the CPU tests; figures are medians over rounds")
+	fs.IntVar(&cfg.Rounds, "rounds", 5, "rounds of the CPU tests; figures are medians over rounds")
 	fs.IntVar(&cfg.starts, "starts", 3, "starts of kubeschema and of stock per shape, in turn, timed to their first complete answer (the figure is the median)")
-	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "length of each fixed-load run")
-	fs.DurationVar(&cfg.satDuration, "sat-duration", 3*time.Second, "length of each saturation run")
+	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "length of each fixed-load run")
+	fs.DurationVar(&cfg.SatDuration, "sat-duration", 3*time.Second, "length of each saturation run")
 	fs.IntVar(&cfg.qps, "qps", 0, "offered load of the mixed runs, queries/s (0: half the slowest target's saturated rate)")
 	fs.IntVar(&cfg.tcpQPS, "tcp-qps", 0, "offered load of the 1000-endpoint TCP runs (0: half the slowest target's saturated rate)")
 	fs.IntVar(&cfg.changes, "changes", 200, "API changes timed for the programming latency")
-	fs.StringVar(&cfg.benchtime, "benchtime", "1s", "go test -benchtime of the in-process benchmarks")
-	fs.IntVar(&cfg.srv.ServerCPU, "server-cpu", 1, "CPU the DNS servers are pinned to")
-	fs.IntVar(&cfg.srv.ClientCPU, "client-cpu", 0, "CPU dnsperf is pinned to")
-	fs.BoolVar(&cfg.srv.Pin, "pin", true, "pin servers and dnsperf with taskset")
+	fs.StringVar(&cfg.Benchtime, "benchtime", "1s", "go test -benchtime of the in-process benchmarks")
+	fs.IntVar(&cfg.ServerCPU, "server-cpu", 1, "CPU the DNS servers are pinned to")
+	fs.IntVar(&cfg.ClientCPU, "client-cpu", 0, "CPU dnsperf is pinned to")
+	fs.BoolVar(&cfg.Pin, "pin", true, "pin servers and dnsperf with taskset")
 	fs.BoolVar(&cfg.multicluster, "multicluster", true, "also compare kubeschema+multicluster with stock+multicluster on the clusterset mix (S3)")
 	fs.IntVar(&cfg.churn.rate, "churn-rate", 1000, "EndpointSlice updates per second offered during the churn")
 	fs.DurationVar(&cfg.churn.duration, "churn-duration", time.Minute, "length of the churn, per shape")
@@ -122,9 +120,9 @@ func (cfg *config) finish(shapes string) error {
 	if err := cfg.Finish(); err != nil {
 		return err
 	}
-	cfg.srv.CoreDNS = cfg.CoreDNS
+	cfg.Options.CoreDNS = cfg.CoreDNS
 	switch {
-	case cfg.rounds < 1 || cfg.starts < 1:
+	case cfg.Rounds < 1 || cfg.starts < 1:
 		return errors.New("-rounds and -starts must be at least 1")
 	case cfg.churn.writers < 1 || cfg.s5Writers < 1:
 		return errors.New("-churn-writers and -s5-writers must be at least 1")
@@ -140,7 +138,7 @@ func (cfg *config) finish(shapes string) error {
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "tcpload" {
-		if err := tcpLoadMain(os.Args[2:]); err != nil {
+		if err := perf.TCPLoadMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}

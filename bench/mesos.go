@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"context"
@@ -99,7 +101,7 @@ type mesosResult struct {
 	PollerPolls int
 	Polls       []pollSeries
 	Latency     []answerTimes
-	Perf        *perfFigures // the mix at a fixed load, mesosschema and file
+	Perf        *perf.Figures // the mix at a fixed load, mesosschema and file
 	Mix         string
 	MixCommand  string
 	// MixNames are the task names the state gives and those the zone held.
@@ -245,14 +247,14 @@ func (r *mesosRun) writeMix(z *zone) error {
 	if err != nil {
 		return err
 	}
-	r.mr.Mix = mixDescription(mix)
+	r.mr.Mix = querymix.Describe(mix)
 	r.mixFile = filepath.Join(r.work, r.mr.Shape.Name+"-mix.txt")
-	return writeQueries(r.mixFile, generate(mix, mixLines))
+	return querymix.WriteQueries(r.mixFile, querymix.Generate(mix, querymix.Lines))
 }
 
 // launch starts t reading source and waits for its answer to the probe.
 func (r *mesosRun) launch(ctx context.Context, t server.Target, source string) (*server.Server, error) {
-	s, err := server.Start(r.cfg.srv, r.work, source, r.mr.Shape.Name, t)
+	s, err := server.Start(r.cfg.Options, r.work, source, r.mr.Shape.Name, t)
 	if err != nil {
 		return nil, err
 	}
@@ -286,18 +288,18 @@ func (r *mesosRun) note(format string, args ...any) {
 // runs the rounds: the mix at a fixed load on each in turn.
 func (r *mesosRun) queryTests(ctx context.Context) error {
 	ours, file := r.servers[keyMesos], r.servers[keyFile]
-	p := &perfFigures{Rates: map[string]int{}, Calibration: map[string]map[string]float64{}}
+	p := &perf.Figures{Rates: map[string]int{}, Calibration: map[string]map[string]float64{}}
 	r.mr.Perf = p
 	c := server.Compare(ours, file, r.mixFile)
 	logf("answers %s: %d of %d distinct queries differ", c.Pair, c.Differing, c.Compared)
 	p.CrossCheck = []server.CrossCheck{c}
-	plans := []testPlan{{testMesosMix, []*server.Server{ours, file},
-		perfSpec{file: r.mixFile, duration: r.cfg.duration, clients: 4, outstanding: 100, verbose: true}}}
-	if err := calibrate(ctx, r.cfg, &plans[0], r.cfg.mesosOpts.qps, p); err != nil {
+	plans := []perf.Plan{{Name: testMesosMix, Targets: []*server.Server{ours, file},
+		Spec: perf.Spec{File: r.mixFile, Duration: r.cfg.Duration, Clients: 4, Outstanding: 100, Verbose: true}}}
+	if err := perf.Calibrate(ctx, r.cfg.Settings, &plans[0], r.cfg.mesosOpts.qps, p); err != nil {
 		return err
 	}
-	r.mr.MixCommand = plans[0].spec.command(r.cfg)
-	return runRounds(ctx, r.cfg, plans, p)
+	r.mr.MixCommand = plans[0].Spec.Command(r.cfg.Settings)
+	return perf.RunRounds(ctx, r.cfg.Settings, plans, p)
 }
 
 // mesosSerial is the SOA serial of s's zone.
@@ -318,14 +320,14 @@ func mesosSerial(s *server.Server) (uint32, error) {
 // master and the checkers run there, off the server's CPU); unpinSelf
 // undoes it.
 func pinSelf(cfg *config) error {
-	if !cfg.srv.Pin {
+	if !cfg.Pin {
 		return nil
 	}
-	return server.SetAffinity(os.Getpid(), fmt.Sprint(cfg.srv.ClientCPU))
+	return server.SetAffinity(os.Getpid(), fmt.Sprint(cfg.ClientCPU))
 }
 
 func unpinSelf(cfg *config) {
-	if cfg.srv.Pin {
+	if cfg.Pin {
 		if err := server.SetAffinity(os.Getpid(), server.AllCPUs()); err != nil {
 			logf("%v", err)
 		}

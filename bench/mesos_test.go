@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"bytes"
@@ -216,17 +218,17 @@ func TestMesosMix(t *testing.T) {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
-	for _, q := range generate(mix, 5000) {
-		kinds[q.kind]++
+	for _, q := range querymix.Generate(mix, 5000) {
+		kinds[q.Kind]++
 		switch {
-		case q.name == missing:
-			t.Errorf("%s: the mix asks %s, which the zone lacks", q.kind, q.name)
-		case q.expect == "nxdomain" && z.types[q.name] != nil:
-			t.Errorf("%s: %s is in the zone", q.kind, q.name)
-		case q.expect == "answer" && !z.has(q.name, q.qtype):
-			t.Errorf("%s: %s %s has no records", q.kind, q.name, dns.TypeToString[q.qtype])
-		case q.name == everything.slaves[0] && q.qtype != dns.TypeAAAA:
-			t.Errorf("%s: the IPv6 agent's name asked for %s", q.kind, dns.TypeToString[q.qtype])
+		case q.Name == missing:
+			t.Errorf("%s: the mix asks %s, which the zone lacks", q.Kind, q.Name)
+		case q.Expect == "nxdomain" && z.types[q.Name] != nil:
+			t.Errorf("%s: %s is in the zone", q.Kind, q.Name)
+		case q.Expect == "answer" && !z.has(q.Name, q.Qtype):
+			t.Errorf("%s: %s %s has no records", q.Kind, q.Name, dns.TypeToString[q.Qtype])
+		case q.Name == everything.slaves[0] && q.Qtype != dns.TypeAAAA:
+			t.Errorf("%s: the IPv6 agent's name asked for %s", q.Kind, dns.TypeToString[q.Qtype])
 		}
 	}
 	if len(kinds) != len(mix) {
@@ -320,8 +322,8 @@ func mesosFixture(name string, unchangedMs, oneMs float64) *mesosResult {
 			series(pollOne, oneMs, map[string]int{"changed": 20}, 0, 30),
 		},
 		Latency: []answerTimes{{Kind: "one task replaced", Replaced: 1, Ms: []float64{400, 450, 900}, TransferMs: []float64{3, 3, 4}}},
-		Perf: &perfFigures{Rates: map[string]int{testMesosMix: 9000}, Order: map[string][]string{testMesosMix: {keyMesos, keyFile}},
-			Runs: map[string]map[string][]perfResult{testMesosMix: {
+		Perf: &perf.Figures{Rates: map[string]int{testMesosMix: 9000}, Order: map[string][]string{testMesosMix: {keyMesos, keyFile}},
+			Runs: map[string]map[string][]perf.Result{testMesosMix: {
 				keyMesos: {{CPUPerQuery: 30, Sent: 10, Completed: 10}, {CPUPerQuery: 32, Sent: 10, Completed: 10}},
 				keyFile:  {{CPUPerQuery: 40, Sent: 10, Completed: 10}, {CPUPerQuery: 36, Sent: 10, Completed: 10}},
 			}}},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"context"
@@ -124,7 +125,7 @@ func (r *mesosRun) pollTests(ctx context.Context) error {
 		}
 		r.mr.Latency = append(r.mr.Latency, res)
 		logf("poll to answer, %s: median %.0f ms, worst %.0f ms over %d changes (%d timeouts); transfer median %.0f ms",
-			res.Kind, median(res.Ms), maxOf(res.Ms), len(res.Ms), res.Timeouts, median(res.TransferMs))
+			res.Kind, perf.Median(res.Ms), perf.MaxOf(res.Ms), len(res.Ms), res.Timeouts, perf.Median(res.TransferMs))
 	}
 	if err := r.profilePolls(ctx, specs[0], specs[2]); err != nil {
 		return err
@@ -441,8 +442,8 @@ func (r *mesosRun) watch(ctx context.Context, kind string, p probe) <-chan time.
 	go func() {
 		defer close(seen)
 		start := time.Now()
-		ch := change{kind: kind, qname: p.name, shows: func(m *dns.Msg) bool { return hasA(m, p.addr.String()) }}
-		if d, ok := pollUntil(ctx, poller, ch, start); ok {
+		ch := perf.Change{Kind: kind, QName: p.name, Shows: func(m *dns.Msg) bool { return perf.HasA(m, p.addr.String()) }}
+		if d, ok := perf.PollUntil(ctx, poller, ch, start); ok {
 			seen <- start.Add(d)
 		}
 	}()
@@ -483,13 +484,4 @@ func (r *mesosRun) serveChange(ctx context.Context, prepared <-chan preparedChan
 	}
 	gz, err := r.si.serve(c.body)
 	return c, gz, err
-}
-
-// maxOf is the largest of xs (0 when empty).
-func maxOf(xs []float64) float64 {
-	m := 0.0
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
 }

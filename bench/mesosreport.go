@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
@@ -186,8 +188,8 @@ func writeMesosLatency(b *toolreport.Doc, res *results) {
 	for _, mr := range res.Mesos {
 		for _, l := range mr.Latency {
 			t.Row(mr.Shape.Name, l.Kind, toolreport.Thousands(l.Replaced), fmt.Sprint(len(l.Ms)),
-				fmt.Sprintf("**%.0f**", median(l.Ms)), fmt.Sprintf("%.0f", percentile(l.Ms, 90)), fmt.Sprintf("**%.0f**", maxOf(l.Ms)),
-				fmt.Sprintf("%.1f", median(l.TransferMs)), fmt.Sprint(l.Timeouts))
+				fmt.Sprintf("**%.0f**", perf.Median(l.Ms)), fmt.Sprintf("%.0f", perf.Percentile(l.Ms, 90)), fmt.Sprintf("**%.0f**", perf.MaxOf(l.Ms)),
+				fmt.Sprintf("%.1f", perf.Median(l.TransferMs)), fmt.Sprint(l.Timeouts))
 		}
 	}
 	b.Table(t)
@@ -247,7 +249,7 @@ func writeMesosQueries(b *toolreport.Doc, mr *mesosResult) {
 			fmt.Sprintf("%.3f", file[i].P99), toolreport.Percent(ours[i].OtherBusy)+" / "+toolreport.Percent(file[i].OtherBusy))
 	}
 	b.Table(t)
-	if lo, hi, ok := p.roundRatios(testMesosMix, keyMesos, keyFile); ok {
+	if lo, hi, ok := p.RoundRatios(testMesosMix, keyMesos, keyFile); ok {
 		text := fmt.Sprintf("Per round, mesosschema / file: best %.2f, worst %.2f.", lo, hi)
 		if c := p.Calibration[testMesosMix]; len(c) > 0 {
 			text += fmt.Sprintf(" Saturated (the calibration, once): %s.", toolreport.Pairs(c, "%s %.0f q/s"))
@@ -280,5 +282,5 @@ func writeMesosMethod(b *toolreport.Doc, res *results) {
 		"run divided by the queries answered. mesosschema polls once an hour there, so no poll falls in a run: "+
 		"the poll's cost is the poll table's, which at a refresh of R seconds adds (CPU per poll)/R of a core. "+
 		"The answers of both to the mix's first distinct queries are compared before the rounds.",
-		mixLines, res.Rounds, res.Duration)
+		querymix.Lines, res.Rounds, res.Duration)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 )
 
@@ -128,16 +129,16 @@ func namesOf(st *mesosstate.State, has func(name string, t uint16) bool) mesosNa
 // and AAAA as dual-stack resolvers ask), instance names, SRV names, the
 // .slave names, and search-path misses. An address name is asked for A
 // where it has one, else AAAA (an agent known by its IPv6 address).
-func mesosMix(n mesosNames, z *zone) ([]share, error) {
+func mesosMix(n mesosNames, z *zone) ([]querymix.Share, error) {
 	if len(n.tasks) == 0 || len(n.instances) == 0 || len(n.srvs) == 0 || len(n.slaves) == 0 {
 		return nil, fmt.Errorf("the zone lacks names of a kind: %d task, %d instance, %d SRV, %d .slave names",
 			len(n.tasks), len(n.instances), len(n.srvs), len(n.slaves))
 	}
-	addr := func(name string) query {
+	addr := func(name string) querymix.Query {
 		if z.has(name, dns.TypeA) {
-			return query{name: name, qtype: dns.TypeA, expect: "answer"}
+			return querymix.Query{Name: name, Qtype: dns.TypeA, Expect: "answer"}
 		}
-		return query{name: name, qtype: dns.TypeAAAA, expect: "answer"}
+		return querymix.Query{Name: name, Qtype: dns.TypeAAAA, Expect: "answer"}
 	}
 	pick := func(r *rand.Rand, names []string) string { return names[r.IntN(len(names))] }
 	frameworks := map[string]bool{}
@@ -146,30 +147,30 @@ func mesosMix(n mesosNames, z *zone) ([]share, error) {
 		frameworks[fw] = true
 	}
 	fws := slices.Sorted(maps.Keys(frameworks))
-	return []share{
-		{"task A", 30, func(r *rand.Rand) query { return addr(pick(r, n.tasks)) }},
-		{"task AAAA (NODATA where IPv4 only)", 10, func(r *rand.Rand) query {
+	return []querymix.Share{
+		{Kind: "task A", Weight: 30, Make: func(r *rand.Rand) querymix.Query { return addr(pick(r, n.tasks)) }},
+		{Kind: "task AAAA (NODATA where IPv4 only)", Weight: 10, Make: func(r *rand.Rand) querymix.Query {
 			name := pick(r, n.tasks)
-			q := query{name: name, qtype: dns.TypeAAAA, expect: "nodata"}
+			q := querymix.Query{Name: name, Qtype: dns.TypeAAAA, Expect: "nodata"}
 			if z.has(name, dns.TypeAAAA) {
-				q.expect = "answer"
+				q.Expect = "answer"
 			}
 			return q
 		}},
-		{"instance A", 15, func(r *rand.Rand) query { return addr(pick(r, n.instances)) }},
-		{"SRV _task._tcp", 15, func(r *rand.Rand) query {
-			return query{name: pick(r, n.srvs), qtype: dns.TypeSRV, expect: "answer"}
+		{Kind: "instance A", Weight: 15, Make: func(r *rand.Rand) querymix.Query { return addr(pick(r, n.instances)) }},
+		{Kind: "SRV _task._tcp", Weight: 15, Make: func(r *rand.Rand) querymix.Query {
+			return querymix.Query{Name: pick(r, n.srvs), Qtype: dns.TypeSRV, Expect: "answer"}
 		}},
-		{"task .slave A", 10, func(r *rand.Rand) query { return addr(pick(r, n.slaves)) }},
-		{"search-path NXDOMAIN", 20, func(r *rand.Rand) query {
+		{Kind: "task .slave A", Weight: 10, Make: func(r *rand.Rand) querymix.Query { return addr(pick(r, n.slaves)) }},
+		{Kind: "search-path NXDOMAIN", Weight: 20, Make: func(r *rand.Rand) querymix.Query {
 			// What a task whose search path is <framework>.mesos and mesos
 			// sends first for an external name.
-			ext := externalNames[r.IntN(len(externalNames))] + "."
+			ext := querymix.ExternalNames[r.IntN(len(querymix.ExternalNames))] + "."
 			name := ext + mesosZone
 			if r.IntN(2) == 0 {
 				name = ext + fws[r.IntN(len(fws))] + "." + mesosZone
 			}
-			return query{name: name, qtype: dns.TypeA, expect: "nxdomain"}
+			return querymix.Query{Name: name, Qtype: dns.TypeA, Expect: "nxdomain"}
 		}},
 	}, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"encoding/json"
@@ -169,7 +170,7 @@ func startsText(xs []float64) string {
 	if len(xs) == 1 {
 		return fmt.Sprintf("%.2f", xs[0])
 	}
-	return fmt.Sprintf("%.2f (%.2f–%.2f)", median(xs), slices.Min(xs), slices.Max(xs))
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", perf.Median(xs), slices.Min(xs), slices.Max(xs))
 }
 
 // startsOf is how many times kubeschema and stock were started per shape.
@@ -196,7 +197,7 @@ func writeMemoryByShape(b *toolreport.Doc, res *results) {
 			toolreport.MiB(a.PeakRSS), toolreport.MiB(s.PeakRSS),
 			toolreport.Bold(fa), fs, toolreport.Ratio(sr.firstAnswer(server.KeyOurs), sr.firstAnswer(server.KeyStock)),
 			toolreport.Bold(startsText(sr.Together[server.KeyOurs])), startsText(sr.Together[server.KeyStock]),
-			toolreport.Ratio(median(sr.Together[server.KeyOurs]), median(sr.Together[server.KeyStock])))
+			toolreport.Ratio(perf.Median(sr.Together[server.KeyOurs]), perf.Median(sr.Together[server.KeyStock])))
 	}
 	b.Table(t)
 	b.Para("Once the shape is loaded, kubeschema and stock are started in turn, one process at a time, %s times "+
@@ -329,13 +330,13 @@ func writePerf(b *toolreport.Doc, res *results, sr *shapeResult) {
 	p := sr.Perf
 	b.Heading(2, "%s %s: CPU per query, TCP, programming latency", sr.Shape.Name, sr.Shape.Title)
 	b.Para("%s.", sr.Shape.describe())
-	perfTable(b, p, testMixed, fmt.Sprintf("Cluster mix over UDP at %d queries/s", p.Rates[testMixed]),
+	perfTable(b, p, perf.TestMixed, fmt.Sprintf("Cluster mix over UDP at %d queries/s", p.Rates[perf.TestMixed]),
 		versus{"floor", server.KeyFloor}, versus{"stock", server.KeyStock})
 	big := sr.Shape.BigHeadless[len(sr.Shape.BigHeadless)-1]
-	perfTable(b, p, testTCP, fmt.Sprintf("headless-%d A over TCP (whole answer) at %d queries/s", big, p.Rates[testTCP]),
+	perfTable(b, p, perf.TestTCP, fmt.Sprintf("headless-%d A over TCP (whole answer) at %d queries/s", big, p.Rates[perf.TestTCP]),
 		versus{"floor", ""}, versus{"stock", server.KeyStock})
-	if _, ok := p.Runs[testMC]; ok {
-		perfTable(b, p, testMC, fmt.Sprintf("Clusterset mix over UDP at %d queries/s", p.Rates[testMC]),
+	if _, ok := p.Runs[perf.TestMC]; ok {
+		perfTable(b, p, perf.TestMC, fmt.Sprintf("Clusterset mix over UDP at %d queries/s", p.Rates[perf.TestMC]),
 			versus{"floor", server.KeyFloor}, versus{"stock", server.KeyStockMC})
 	}
 	writeSaturation(b, p)
@@ -351,7 +352,7 @@ func writePerf(b *toolreport.Doc, res *results, sr *shapeResult) {
 
 // writeCrossCheck writes a list item for each pair of targets whose answers
 // to the mix were compared, each item beginning with lead.
-func writeCrossCheck(b *toolreport.Doc, p *perfFigures, lead string) {
+func writeCrossCheck(b *toolreport.Doc, p *perf.Figures, lead string) {
 	for _, c := range p.CrossCheck {
 		b.Line("- %s%s: %d of %d distinct queries of the mix answered differently (rcode or answer records, "+
 			"TTL and order aside).", lead, c.Pair, c.Differing, c.Compared)
@@ -368,7 +369,7 @@ type versus struct{ label, key string }
 // perfTable is a fixed-load test under a heading of its own: medians over
 // the rounds, with the ratios to the targets of vs (and, over TCP, the
 // answer's size to stock's).
-func perfTable(b *toolreport.Doc, p *perfFigures, test, title string, vs ...versus) {
+func perfTable(b *toolreport.Doc, p *perf.Figures, test, title string, vs ...versus) {
 	runs := p.Runs[test]
 	if len(runs) == 0 {
 		return
@@ -379,38 +380,38 @@ func perfTable(b *toolreport.Doc, p *perfFigures, test, title string, vs ...vers
 		head = append(head, "× "+v.label)
 	}
 	head = append(head, "p50 ms", "p90 ms", "p99 ms", "answered", "rcodes", "other processes on server CPU")
-	if test == testTCP {
+	if test == perf.TestTCP {
 		head = append(head, "answer bytes", "× stock")
 	}
 	t := toolreport.NewTable(head...)
 	for _, key := range p.Order[test] {
-		s := p.summaryOf(test, key)
+		s := p.SummaryOf(test, key)
 		row := []string{key, fmt.Sprintf("**%.1f** (%.1f–%.1f)", s.CPU, s.CPUMin, s.CPUMax)}
 		for _, v := range vs {
-			row = append(row, toolreport.Ratio(s.CPU, p.summaryOf(test, v.key).CPU))
+			row = append(row, toolreport.Ratio(s.CPU, p.SummaryOf(test, v.key).CPU))
 		}
 		row = append(row,
 			fmt.Sprintf("%.3f", s.P50), fmt.Sprintf("%.3f", s.P90), fmt.Sprintf("%.3f", s.P99),
 			fmt.Sprintf("%.2f%%", 100*float64(s.Completed)/float64(max(s.Sent, 1))),
-			s.rcodeMix(), toolreport.Percent(s.Other),
+			s.RcodeMix(), toolreport.Percent(s.Other),
 		)
-		if test == testTCP {
-			row = append(row, fmt.Sprintf("%.0f", p.answerBytes(key)), toolreport.Ratio(p.answerBytes(key), p.answerBytes(server.KeyStock)))
+		if test == perf.TestTCP {
+			row = append(row, fmt.Sprintf("%.0f", p.AnswerBytes(key)), toolreport.Ratio(p.AnswerBytes(key), p.AnswerBytes(server.KeyStock)))
 		}
 		t.Row(row...)
 	}
 	b.Table(t)
 }
 
-func writeSaturation(b *toolreport.Doc, p *perfFigures) {
-	runs := p.Runs[testSaturated]
+func writeSaturation(b *toolreport.Doc, p *perf.Figures) {
+	runs := p.Runs[perf.TestSaturated]
 	if len(runs) == 0 {
 		return
 	}
 	b.Heading(3, "Saturation: cluster mix over UDP, as fast as dnsperf sends")
 	t := toolreport.NewTable("target", "queries/s (median)", "server CPU µs/query", "answered")
-	for _, key := range p.Order[testSaturated] {
-		s := p.summaryOf(testSaturated, key)
+	for _, key := range p.Order[perf.TestSaturated] {
+		s := p.SummaryOf(perf.TestSaturated, key)
 		t.Row(key, fmt.Sprintf("%.0f", s.QPS), fmt.Sprintf("%.1f", s.CPU),
 			fmt.Sprintf("%.2f%%", 100*float64(s.Completed)/float64(max(s.Sent, 1))))
 	}
@@ -437,7 +438,7 @@ func writeMemory(b *toolreport.Doc, sr *shapeResult) {
 	b.Table(t)
 }
 
-func writeLatency(b *toolreport.Doc, res *results, p *perfFigures) {
+func writeLatency(b *toolreport.Doc, res *results, p *perf.Figures) {
 	if len(p.Latency) == 0 {
 		return
 	}
@@ -461,7 +462,7 @@ func writeLatency(b *toolreport.Doc, res *results, p *perfFigures) {
 	}
 }
 
-func writeGoBench(b *toolreport.Doc, p *perfFigures) {
+func writeGoBench(b *toolreport.Doc, p *perf.Figures) {
 	if len(p.GoBench) == 0 {
 		return
 	}
@@ -478,15 +479,15 @@ func writeGoBench(b *toolreport.Doc, p *perfFigures) {
 	for _, c := range cases {
 		row := []string{c}
 		for _, pl := range plugins {
-			g, ok := p.goBenchOf(pl, c)
+			g, ok := p.GoBenchOf(pl, c)
 			if !ok {
 				row = append(row, toolreport.Dash, toolreport.Dash)
 				continue
 			}
 			row = append(row, fmt.Sprintf("%.0f", g.NsPerOp), fmt.Sprintf("%d", g.AllocsPerOp))
 		}
-		ks, ok1 := p.goBenchOf("kubeschema", c)
-		st, ok2 := p.goBenchOf("kubernetes", c)
+		ks, ok1 := p.GoBenchOf("kubeschema", c)
+		st, ok2 := p.GoBenchOf("kubernetes", c)
 		if ok1 && ok2 {
 			row = append(row, toolreport.Ratio(ks.NsPerOp, st.NsPerOp))
 		} else {
@@ -560,10 +561,10 @@ func writeReproduce(b *toolreport.Doc, res *results) {
 	b.Heading(2, "Reproduce")
 	b.Line("- everything: `make bench` (default scale), `make bench SCALE=small`, one shape: `make bench SHAPES=S2` "+
 		"(the Mesos shapes: `make bench SHAPES=M1`, `SHAPES=M1,M2`); the tool: `%s`", res.Command)
-	names := map[string]string{testMixed: "cluster mix, fixed load", testTCP: "headless over TCP",
-		testMC: "clusterset mix", testSaturated: "saturation"}
+	names := map[string]string{perf.TestMixed: "cluster mix, fixed load", perf.TestTCP: "headless over TCP",
+		perf.TestMC: "clusterset mix", perf.TestSaturated: "saturation"}
 	const against = "against each target's port, its CPU from /proc/PID/stat before and after"
-	for _, t := range []string{testMixed, testTCP, testMC, testSaturated} {
+	for _, t := range []string{perf.TestMixed, perf.TestTCP, perf.TestMC, perf.TestSaturated} {
 		if c, ok := res.Commands[t]; ok {
 			b.Line("- %s: `%s` %s", names[t], c, against)
 		}

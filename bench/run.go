@@ -1,12 +1,13 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,15 +21,6 @@ import (
 	"github.com/schemadns/schemadns/test/kubeapi"
 	"github.com/schemadns/schemadns/test/toolflags"
 	"github.com/schemadns/schemadns/test/toolreport"
-)
-
-// The tests of a round on the default fixture, in the order they run.
-// Each target of a test runs once per round, in target order.
-const (
-	testMixed     = "mixed"     // the cluster mix over UDP at a fixed load
-	testTCP       = "tcp"       // the largest headless service over TCP at a fixed load
-	testMC        = "mc"        // the clusterset.local mix over UDP at a fixed load
-	testSaturated = "saturated" // the cluster mix over UDP, as fast as dnsperf sends
 )
 
 // results are everything the report is written from (and docs/benchmarks.json).
@@ -74,7 +66,7 @@ type shapeResult struct {
 	// against the one API server, unpinned, -starts times.
 	Together map[string][]float64
 	Churn    *churnResult
-	Perf     *perfFigures // the CPU, TCP and latency tests (the default fixture only)
+	Perf     *perf.Figures // the CPU, TCP and latency tests (the default fixture only)
 	// Run is what a run of the threshold shape (S5) measures besides.
 	Run *thresholdRun `json:",omitempty"`
 	// From names the earlier run the shape was kept from (-keep-others);
@@ -97,18 +89,6 @@ func (sr *shapeResult) short() string {
 		return sr.Run.short(sr.Shape.Name)
 	}
 	return sr.Shape.Name
-}
-
-// perfFigures are the figures of the tests run on the default fixture.
-type perfFigures struct {
-	Rates         map[string]int                     // test → offered load, q/s
-	Calibration   map[string]map[string]float64      // test → target → saturated q/s
-	Runs          map[string]map[string][]perfResult // test → target → one per round
-	Order         map[string][]string                // test → its targets in round order
-	CrossCheck    []server.CrossCheck
-	Latency       map[string]latencyResult
-	LatencyPaired pairedLatency
-	GoBench       []goBench
 }
 
 // env is one run's state.
@@ -146,7 +126,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		buildCtx, stopBuild := context.WithCancel(ctx)
 		defer stopBuild()
 		buildc := make(chan built, 1)
-		go func() { bin, err := buildInprocess(buildCtx, cfg, work); buildc <- built{bin, err} }()
+		go func() { bin, err := perf.BuildInprocess(buildCtx, cfg.Root, work); buildc <- built{bin, err} }()
 		e.inprocess = sync.OnceValues(func() (string, error) { b := <-buildc; return b.bin, b.err })
 	}
 
@@ -207,7 +187,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 // checkTools fails early, with the fix, when a tool is missing.
 func checkTools(cfg *config) error {
 	need := []string{"dnsperf", "go"}
-	if cfg.srv.Pin {
+	if cfg.Pin {
 		need = append(need, "taskset")
 	}
 	for _, t := range need {
@@ -223,13 +203,13 @@ func checkTools(cfg *config) error {
 
 func newResults(cfg *config, args []string) *results {
 	pinning := "none (-pin=false)"
-	if cfg.srv.Pin {
-		pinning = fmt.Sprintf("taskset: every DNS server process and the in-process benchmark on CPU %d (so GOMAXPROCS=1 for all), dnsperf on CPU %d", cfg.srv.ServerCPU, cfg.srv.ClientCPU)
+	if cfg.Pin {
+		pinning = fmt.Sprintf("taskset: every DNS server process and the in-process benchmark on CPU %d (so GOMAXPROCS=1 for all), dnsperf on CPU %d", cfg.ServerCPU, cfg.ClientCPU)
 	}
 	return &results{
 		Started: time.Now(), Command: "cd bench && go run . " + toolflags.ShellJoin(args), Note: cfg.Note, Scale: cfg.Scale,
-		Machine: readMachine(cfg.CoreDNS), Rounds: cfg.rounds, Duration: cfg.duration.String(), SatDuration: cfg.satDuration.String(),
-		Changes: cfg.changes, Benchtime: cfg.benchtime, Pinning: pinning, Commands: map[string]string{},
+		Machine: readMachine(cfg.CoreDNS), Rounds: cfg.Rounds, Duration: cfg.Duration.String(), SatDuration: cfg.SatDuration.String(),
+		Changes: cfg.changes, Benchtime: cfg.Benchtime, Pinning: pinning, Commands: map[string]string{},
 		Churn:   churnSettings{Rate: cfg.churn.rate, Writers: cfg.churn.writers, CheckRate: cfg.churn.checkRate, Duration: cfg.churn.duration.String()},
 		Targets: map[string]string{},
 	}
@@ -364,7 +344,7 @@ func (r *shapeRun) timedStarts(ctx context.Context) error {
 // and ours run side by side during an upgrade.
 func (r *shapeRun) startsTogether(ctx context.Context) error {
 	unpinned := *r.cfg
-	unpinned.srv.Pin = false
+	unpinned.Pin = false
 	for range r.cfg.starts {
 		pair := []server.Target{r.ours, r.stock}
 		started := make([]*server.Server, len(pair))
@@ -401,7 +381,7 @@ func (r *shapeRun) launch(ctx context.Context, t server.Target) (*server.Server,
 
 // launchWith is launch with cfg's pinning; the caller keeps the server.
 func (r *shapeRun) launchWith(ctx context.Context, cfg *config, t server.Target) (*server.Server, error) {
-	s, err := server.Start(cfg.srv, r.work, r.cluster.Kubeconfig, r.tag, t)
+	s, err := server.Start(cfg.Options, r.work, r.cluster.Kubeconfig, r.tag, t)
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +435,7 @@ func (r *shapeRun) churn(ctx context.Context) error {
 	ch := r.churner
 	logf("churn: %d updates/s offered for %s by %d writers over %d services; checking %d headless names at %d q/s per server",
 		cc.rate, cc.duration, cc.writers, len(ch.services), len(ch.checked), cc.checkRate)
-	if r.cfg.srv.Pin { // each server may take a CPU of its own: neither waits for the other's work
+	if r.cfg.Pin { // each server may take a CPU of its own: neither waits for the other's work
 		for _, s := range []*server.Server{ours, stock} {
 			if err := s.Unpin(); err != nil {
 				return err
@@ -494,7 +474,7 @@ func (r *shapeRun) perf(ctx context.Context) error {
 	if err := r.writeFiles(); err != nil {
 		return err
 	}
-	r.sr.Perf = &perfFigures{}
+	r.sr.Perf = &perf.Figures{}
 	r.sr.Perf.CrossCheck = r.crossChecks()
 	plans, err := r.runRounds(ctx)
 	if err != nil {
@@ -505,7 +485,7 @@ func (r *shapeRun) perf(ctx context.Context) error {
 	}
 	logf("programming latency: %d changes", r.cfg.changes)
 	p := r.sr.Perf
-	p.Latency, p.LatencyPaired, err = measureLatency(ctx, r.changes, []*server.Server{r.servers[server.KeyOurs], r.servers[server.KeyStock]}, r.cfg.changes)
+	p.Latency, p.LatencyPaired, err = perf.MeasureLatency(ctx, r.changes, []*server.Server{r.servers[server.KeyOurs], r.servers[server.KeyStock]}, r.cfg.changes)
 	if err != nil {
 		return fmt.Errorf("programming latency: %w", err)
 	}
@@ -517,15 +497,15 @@ func (r *shapeRun) writeFiles() error {
 	p := func(name string) string { return filepath.Join(r.work, r.tag+"-"+name) }
 	r.files = queryFiles{mix: p("mix.txt"), mc: p("multicluster.txt"), cases: p("cases.txt")}
 	mix := r.fix.clusterMix()
-	r.res.Mix = mixDescription(mix)
+	r.res.Mix = querymix.Describe(mix)
 	big := r.fix.big[len(r.fix.big)-1]
-	bigQ := query{kind: fmt.Sprintf("%s A over TCP", big.name), name: big.name + "." + big.ns + ".svc.cluster.local.", qtype: dns.TypeA, expect: "answer", tcp: true}
-	cases := append(samples(mix), bigQ)
-	errs := []error{writeQueries(r.files.mix, generate(mix, mixLines)), writeCases(r.files.cases, cases)}
+	bigQ := querymix.Query{Kind: fmt.Sprintf("%s A over TCP", big.Name), Name: big.Name + "." + big.NS + ".svc.cluster.local.", Qtype: dns.TypeA, Expect: "answer", TCP: true}
+	cases := append(querymix.Samples(mix), bigQ)
+	errs := []error{querymix.WriteQueries(r.files.mix, querymix.Generate(mix, querymix.Lines)), querymix.WriteCases(r.files.cases, cases)}
 	if len(r.fix.imports) > 0 {
 		mcMix := r.fix.multiclusterMix()
-		r.res.MCMix = mixDescription(mcMix)
-		errs = append(errs, writeQueries(r.files.mc, generate(mcMix, mixLines)))
+		r.res.MCMix = querymix.Describe(mcMix)
+		errs = append(errs, querymix.WriteQueries(r.files.mc, querymix.Generate(mcMix, querymix.Lines)))
 	}
 	return errors.Join(errs...)
 }
@@ -536,12 +516,12 @@ func (r *shapeRun) writeFiles() error {
 // services.
 func (r *shapeRun) clusterSentinels() []server.Sentinel {
 	f, sh := r.fix, r.sr.Shape
-	name := func(s svcRef) string { return s.name + "." + s.ns + ".svc.cluster.local." }
+	name := func(s querymix.Service) string { return s.Name + "." + s.NS + ".svc.cluster.local." }
 	var out []server.Sentinel
-	if cips := sortedRefs(f.clusterIPs); len(cips) > 0 {
+	if cips := querymix.Sorted(f.clusterIPs); len(cips) > 0 {
 		out = append(out, server.Sentinel{Name: name(cips[len(cips)-1]), Qtype: dns.TypeA, Min: 1})
 	}
-	if hls := sortedRefs(f.headless); len(hls) > 0 {
+	if hls := querymix.Sorted(f.headless); len(hls) > 0 {
 		out = append(out, server.Sentinel{Name: name(hls[len(hls)-1]), Qtype: dns.TypeA, Min: sh.Endpoints, TCP: sh.Endpoints > 20})
 	}
 	if len(f.big) > 0 {
@@ -560,27 +540,19 @@ func (r *shapeRun) clusterSentinels() []server.Sentinel {
 func (r *shapeRun) mcSentinels() []server.Sentinel {
 	var out []server.Sentinel
 	seen := map[bool]bool{}
-	imps := sortedRefs(r.fix.imports)
+	imps := querymix.Sorted(r.fix.imports)
 	for i := len(imps) - 1; i >= 0 && len(seen) < 2; i-- {
-		headless := imps[i].ip == ""
+		headless := imps[i].IP == ""
 		if !seen[headless] {
 			seen[headless] = true
-			out = append(out, server.Sentinel{Name: imps[i].name + "." + imps[i].ns + ".svc.clusterset.local.", Qtype: dns.TypeA, Min: 1})
+			out = append(out, server.Sentinel{Name: imps[i].Name + "." + imps[i].NS + ".svc.clusterset.local.", Qtype: dns.TypeA, Min: 1})
 		}
 	}
 	return out
 }
 
-// testPlan is one test: which targets, and its dnsperf run at a fixed load
-// (the saturated test has qps 0).
-type testPlan struct {
-	name    string
-	targets []*server.Server
-	spec    perfSpec
-}
-
 // plans are the tests of a round, with the rates set.
-func (r *shapeRun) plans(ctx context.Context) ([]testPlan, error) {
+func (r *shapeRun) plans(ctx context.Context) ([]perf.Plan, error) {
 	pick := func(keys ...string) []*server.Server {
 		var out []*server.Server
 		for _, k := range keys {
@@ -591,123 +563,51 @@ func (r *shapeRun) plans(ctx context.Context) ([]testPlan, error) {
 		return out
 	}
 	cfg, f, p := r.cfg, r.fix, r.sr.Perf
-	mixed := perfSpec{file: r.files.mix, duration: cfg.duration, clients: 4, outstanding: 100, verbose: true}
+	mixed := perf.Spec{File: r.files.mix, Duration: cfg.Duration, Clients: 4, Outstanding: 100, Verbose: true}
 	big := f.big[len(f.big)-1]
-	tcp := perfSpec{tcp: true, tcpName: big.name + "." + big.ns + ".svc.cluster.local.", tcpMin: f.shape.BigHeadless[len(f.shape.BigHeadless)-1],
-		duration: cfg.duration, clients: 4}
-	mc := perfSpec{file: r.files.mc, duration: cfg.duration, clients: 4, outstanding: 100, verbose: true}
-	sat := perfSpec{file: r.files.mix, duration: cfg.satDuration, clients: 8, outstanding: 500}
-	plans := []testPlan{
-		{testMixed, pick(server.KeyOurs, server.KeyStock, server.KeyFloor), mixed},
-		{testTCP, pick(server.KeyOurs, server.KeyStock), tcp},
+	tcp := perf.Spec{TCP: true, TCPName: big.Name + "." + big.NS + ".svc.cluster.local.", TCPMin: f.shape.BigHeadless[len(f.shape.BigHeadless)-1],
+		Duration: cfg.Duration, Clients: 4}
+	mc := perf.Spec{File: r.files.mc, Duration: cfg.Duration, Clients: 4, Outstanding: 100, Verbose: true}
+	sat := perf.Spec{File: r.files.mix, Duration: cfg.SatDuration, Clients: 8, Outstanding: 500}
+	plans := []perf.Plan{
+		{Name: perf.TestMixed, Targets: pick(server.KeyOurs, server.KeyStock, server.KeyFloor), Spec: mixed},
+		{Name: perf.TestTCP, Targets: pick(server.KeyOurs, server.KeyStock), Spec: tcp},
 	}
 	if r.servers[server.KeyStockMC] != nil {
-		plans = append(plans, testPlan{testMC, pick(server.KeyOursMC, server.KeyStockMC, server.KeyFloor), mc})
+		plans = append(plans, perf.Plan{Name: perf.TestMC, Targets: pick(server.KeyOursMC, server.KeyStockMC, server.KeyFloor), Spec: mc})
 	}
-	plans = append(plans, testPlan{testSaturated, pick(server.KeyOurs, server.KeyStock, server.KeyFloor), sat})
+	plans = append(plans, perf.Plan{Name: perf.TestSaturated, Targets: pick(server.KeyOurs, server.KeyStock, server.KeyFloor), Spec: sat})
 	// Calibration: each fixed-load test's targets saturated once (also the
 	// warm-up); the fixed load is half the slowest.
 	p.Rates, p.Calibration = map[string]int{}, map[string]map[string]float64{}
-	given := map[string]int{testMixed: cfg.qps, testTCP: cfg.tcpQPS, testMC: cfg.qps}
+	given := map[string]int{perf.TestMixed: cfg.qps, perf.TestTCP: cfg.tcpQPS, perf.TestMC: cfg.qps}
 	for i := range plans {
-		if plans[i].name == testSaturated {
+		if plans[i].Name == perf.TestSaturated {
 			continue
 		}
-		if err := calibrate(ctx, cfg, &plans[i], given[plans[i].name], p); err != nil {
+		if err := perf.Calibrate(ctx, cfg.Settings, &plans[i], given[plans[i].Name], p); err != nil {
 			return nil, err
 		}
 	}
 	for _, pl := range plans {
-		r.res.Commands[pl.name] = pl.spec.command(cfg)
+		r.res.Commands[pl.Name] = pl.Spec.Command(cfg.Settings)
 	}
 	return plans, nil
 }
 
-// roundDown keeps two significant digits, at least 100.
-func roundDown(x float64) int {
-	if x < 100 {
-		return 100
-	}
-	unit := math.Pow(10, math.Floor(math.Log10(x))-1)
-	return int(math.Floor(x/unit) * unit)
-}
-
-func roundMap(m map[string]float64) map[string]int {
-	out := map[string]int{}
-	for k, v := range m {
-		out[k] = int(v)
-	}
-	return out
-}
-
-// calibrate saturates each target of pl once (also the warm-up) and sets
-// pl's fixed load to given, or when 0 to half the slowest target's rate.
-func calibrate(ctx context.Context, cfg *config, pl *testPlan, given int, p *perfFigures) error {
-	calib := pl.spec
-	calib.qps, calib.duration, calib.verbose = 0, cfg.satDuration, false
-	calib.outstanding *= 4
-	calib.clients *= 2
-	p.Calibration[pl.name] = map[string]float64{}
-	slowest := math.Inf(1)
-	for _, s := range pl.targets {
-		res, err := runPerf(ctx, cfg, s, calib)
-		if err != nil {
-			return fmt.Errorf("calibrate %s: %w", pl.name, err)
-		}
-		p.Calibration[pl.name][s.Key] = res.QPS
-		slowest = min(slowest, res.QPS)
-	}
-	pl.spec.qps = given
-	if pl.spec.qps == 0 {
-		pl.spec.qps = roundDown(slowest / 2)
-	}
-	p.Rates[pl.name] = pl.spec.qps
-	logf("%s: saturated %v q/s; fixed load %d q/s", pl.name, roundMap(p.Calibration[pl.name]), pl.spec.qps)
-	return nil
-}
-
 // runRounds calibrates, then runs the rounds.
-func (r *shapeRun) runRounds(ctx context.Context) ([]testPlan, error) {
+func (r *shapeRun) runRounds(ctx context.Context) ([]perf.Plan, error) {
 	plans, err := r.plans(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return plans, runRounds(ctx, r.cfg, plans, r.sr.Perf)
-}
-
-// runRounds runs the rounds of plans: in each, every test on each of its
-// targets in turn.
-func runRounds(ctx context.Context, cfg *config, plans []testPlan, p *perfFigures) error {
-	p.Runs, p.Order = map[string]map[string][]perfResult{}, map[string][]string{}
-	for _, pl := range plans {
-		for _, s := range pl.targets {
-			p.Order[pl.name] = append(p.Order[pl.name], s.Key)
-		}
-	}
-	for round := 1; round <= cfg.rounds; round++ {
-		for _, pl := range plans {
-			if p.Runs[pl.name] == nil {
-				p.Runs[pl.name] = map[string][]perfResult{}
-			}
-			var line []string
-			for _, s := range pl.targets {
-				res, err := runPerf(ctx, cfg, s, pl.spec)
-				if err != nil {
-					return fmt.Errorf("round %d %s: %w", round, pl.name, err)
-				}
-				p.Runs[pl.name][s.Key] = append(p.Runs[pl.name][s.Key], res)
-				line = append(line, fmt.Sprintf("%s %.1fµs/q %.0fq/s", s.Key, res.CPUPerQuery, res.QPS))
-			}
-			logf("round %d/%d %-9s %s", round, cfg.rounds, pl.name, strings.Join(line, ", "))
-		}
-	}
-	return nil
+	return plans, perf.RunRounds(ctx, r.cfg.Settings, plans, r.sr.Perf)
 }
 
 // profiles runs each fixed-load test once more on its Kubernetes targets
 // while the server records a CPU profile (-profile): what the hot path
 // spends its time on, outside the figures.
-func (r *shapeRun) profiles(ctx context.Context, plans []testPlan) error {
+func (r *shapeRun) profiles(ctx context.Context, plans []perf.Plan) error {
 	if r.cfg.profile == "" {
 		return nil
 	}
@@ -715,15 +615,15 @@ func (r *shapeRun) profiles(ctx context.Context, plans []testPlan) error {
 		return err
 	}
 	for _, pl := range plans {
-		if pl.name == testSaturated {
+		if pl.Name == perf.TestSaturated {
 			continue
 		}
-		for _, s := range pl.targets { // the floor too: what ours costs beyond it
-			path := filepath.Join(r.cfg.profile, fmt.Sprintf("%s-%s-%s.cpu.pprof", r.sr.Shape.Name, pl.name, s.Key))
-			if err := profileRun(ctx, r.cfg, s, pl.spec, path); err != nil {
+		for _, s := range pl.Targets { // the floor too: what ours costs beyond it
+			path := filepath.Join(r.cfg.profile, fmt.Sprintf("%s-%s-%s.cpu.pprof", r.sr.Shape.Name, pl.Name, s.Key))
+			if err := perf.ProfileRun(ctx, r.cfg.Settings, s, pl.Spec, path); err != nil {
 				return err
 			}
-			logf("CPU profile of %s during %s: %s", s, pl.name, path)
+			logf("CPU profile of %s during %s: %s", s, pl.Name, path)
 		}
 	}
 	return nil
@@ -734,26 +634,17 @@ func (r *shapeRun) heapProfile(s *server.Server) error {
 	return server.SaveHeapProfile(r.cfg.profile, r.sr.Shape.Name, s)
 }
 
-// profileRun records s's CPU profile over one run of spec.
-func profileRun(ctx context.Context, cfg *config, s *server.Server, spec perfSpec, path string) error {
-	done := server.CPUProfile(s, max(1, int(spec.duration.Seconds())), path)
-	if _, err := runPerf(ctx, cfg, s, spec); err != nil {
-		return err
-	}
-	return <-done
-}
-
 // goBench runs the in-process benchmark against the shape's data.
 func (r *shapeRun) goBench(ctx context.Context) error {
 	bin, err := r.inprocess()
 	if err != nil {
 		return err
 	}
-	logf("in-process benchmark (go test -bench, benchtime %s)", r.cfg.benchtime)
+	logf("in-process benchmark (go test -bench, benchtime %s)", r.cfg.Benchtime)
 	r.res.GoBenchCommand = fmt.Sprintf("cd bench && go test -c -o inprocess.test ./inprocess && "+
 		"SCHEMADNS_BENCH_KUBECONFIG=... SCHEMADNS_BENCH_CASES=cases.txt SCHEMADNS_BENCH_MIX=mix.txt "+
 		"taskset -c %d ./inprocess.test %s",
-		r.cfg.srv.ServerCPU, strings.Join(goBenchArgs(r.cfg), " "))
-	r.sr.Perf.GoBench, err = runInprocess(ctx, r.cfg, bin, r.cluster.Kubeconfig, r.files.cases, r.files.mix)
+		r.cfg.ServerCPU, strings.Join(perf.GoBenchArgs(r.cfg.Settings), " "))
+	r.sr.Perf.GoBench, err = perf.RunInprocess(ctx, r.cfg.Settings, bin, r.cluster.Kubeconfig, r.files.cases, r.files.mix)
 	return err
 }

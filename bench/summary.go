@@ -1,99 +1,19 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
-// summary is a test's figures for one target: medians over the rounds.
-type summary struct {
-	n                   int
-	CPU, CPUMin, CPUMax float64 // µs per answered query
-	P50, P90, P99       float64 // ms
-	QPS, Other          float64
-	Sent, Completed     int
-	Rcodes              map[string]int
-}
-
-func summarizeRuns(runs []perfResult) summary {
-	s := summary{n: len(runs), Rcodes: map[string]int{}, CPUMin: math.Inf(1)}
-	if len(runs) == 0 {
-		return summary{}
-	}
-	var cpu, p50, p90, p99, qps, other []float64
-	for _, r := range runs {
-		cpu, p50, p90, p99 = append(cpu, r.CPUPerQuery), append(p50, r.P50), append(p90, r.P90), append(p99, r.P99)
-		qps, other = append(qps, r.QPS), append(other, r.OtherBusy)
-		s.CPUMin, s.CPUMax = min(s.CPUMin, r.CPUPerQuery), max(s.CPUMax, r.CPUPerQuery)
-		s.Sent, s.Completed = s.Sent+r.Sent, s.Completed+r.Completed
-		for k, v := range r.Rcodes {
-			s.Rcodes[k] += v
-		}
-	}
-	s.CPU, s.P50, s.P90, s.P99 = median(cpu), median(p50), median(p90), median(p99)
-	s.QPS, s.Other = median(qps), median(other)
-	return s
-}
-
-// rcodeMix is "NOERROR 80%, NXDOMAIN 20%".
-func (s summary) rcodeMix() string {
-	total := 0
-	var keys []string
-	for k, v := range s.Rcodes {
-		total += v
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %.0f%%", k, 100*float64(s.Rcodes[k])/float64(max(total, 1))))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// summaryOf is the summary of a test and target (n == 0 when not
-// measured).
-func (p *perfFigures) summaryOf(test, key string) summary {
-	if p == nil {
-		return summary{}
-	}
-	return summarizeRuns(p.Runs[test][key])
-}
-
-// goBenchOf finds an in-process result.
-func (p *perfFigures) goBenchOf(plugin, kase string) (goBench, bool) {
-	if p == nil {
-		return goBench{}, false
-	}
-	for _, b := range p.GoBench {
-		if b.Plugin == plugin && b.Case == kase {
-			return b, true
-		}
-	}
-	return goBench{}, false
-}
-
-// answerBytes is the median size of a target's TCP answers.
-func (p *perfFigures) answerBytes(key string) float64 {
-	if p == nil {
-		return 0
-	}
-	var xs []float64
-	for _, r := range p.Runs[testTCP][key] {
-		xs = append(xs, r.AnswerBytes)
-	}
-	return median(xs)
-}
-
 // firstAnswer is the median time of a target's starts to its first
 // complete answer, seconds (0 when not measured).
-func (sr *shapeResult) firstAnswer(key string) float64 { return median(sr.FirstAnswer[key]) }
+func (sr *shapeResult) firstAnswer(key string) float64 { return perf.Median(sr.FirstAnswer[key]) }
 
 // goal is one target, evaluated on the shape it is stated for.
 type goal struct {
@@ -178,7 +98,7 @@ func goals(res *results) []goal {
 	if perfShape != nil {
 		perfName = perfShape.Shape.Name
 	}
-	var p *perfFigures
+	var p *perf.Figures
 	if perfShape != nil {
 		p = perfShape.Perf
 	}
@@ -187,7 +107,7 @@ func goals(res *results) []goal {
 		big = fmt.Sprintf("%d-endpoint", perfShape.Shape.BigHeadless[len(perfShape.Shape.BigHeadless)-1])
 	}
 	ratio("answer size, "+big+" headless A over TCP: kubeschema / stock", shapeLabel(perfName), "≤ 0.50",
-		p.answerBytes(server.KeyOurs), p.answerBytes(server.KeyStock), 0.5, "bytes")
+		p.AnswerBytes(server.KeyOurs), p.AnswerBytes(server.KeyStock), 0.5, "bytes")
 	first := goal{What: "start to first complete answer, each started alone: kubeschema / stock", Shape: shapeLabel("S2"), Goal: "≤ 0.80", Met: "not measured", Measured: "–"}
 	if sr := byName["S2"]; sr != nil && sr.firstAnswer(server.KeyOurs) > 0 && sr.firstAnswer(server.KeyStock) > 0 {
 		a, b := sr.firstAnswer(server.KeyOurs), sr.firstAnswer(server.KeyStock)
@@ -196,8 +116,8 @@ func goals(res *results) []goal {
 	}
 	out = append(out, first)
 	first = goal{What: "start to first complete answer, both started at the same moment: kubeschema / stock", Shape: shapeLabel("S2"), Goal: "≤ 0.80", Met: "not measured", Measured: "–"}
-	if sr := byName["S2"]; sr != nil && median(sr.Together[server.KeyOurs]) > 0 && median(sr.Together[server.KeyStock]) > 0 {
-		a, b := median(sr.Together[server.KeyOurs]), median(sr.Together[server.KeyStock])
+	if sr := byName["S2"]; sr != nil && perf.Median(sr.Together[server.KeyOurs]) > 0 && perf.Median(sr.Together[server.KeyStock]) > 0 {
+		a, b := perf.Median(sr.Together[server.KeyOurs]), perf.Median(sr.Together[server.KeyStock])
 		first.Measured = fmt.Sprintf("%.2f (%.2f s / %.2f s, medians of %d starts)", a/b, a, b, len(sr.Together[server.KeyOurs]))
 		first.Met = toolreport.Met(a <= 0.8*b)
 	}
@@ -205,20 +125,20 @@ func goals(res *results) []goal {
 	// cpu is a CPU-per-query ratio of medians, with the range of the
 	// per-round ratios (the targets ran back to back in each round).
 	cpu := func(what, goalText, test, num, den string, limit float64) {
-		g := ratio(what, shapeLabel(perfName), goalText, p.summaryOf(test, num).CPU, p.summaryOf(test, den).CPU, limit, "µs")
-		if lo, hi, ok := p.roundRatios(test, num, den); ok {
+		g := ratio(what, shapeLabel(perfName), goalText, p.SummaryOf(test, num).CPU, p.SummaryOf(test, den).CPU, limit, "µs")
+		if lo, hi, ok := p.RoundRatios(test, num, den); ok {
 			g.Measured += fmt.Sprintf("; rounds %.2f–%.2f", lo, hi)
 		}
 	}
-	cpu("CPU per query, cluster mix over UDP: kubeschema / stock", "≤ 0.75", testMixed, server.KeyOurs, server.KeyStock, 0.75)
-	cpu("CPU per query, cluster mix over UDP: kubeschema / floor", "≤ 1.02", testMixed, server.KeyOurs, server.KeyFloor, 1.02)
+	cpu("CPU per query, cluster mix over UDP: kubeschema / stock", "≤ 0.75", perf.TestMixed, server.KeyOurs, server.KeyStock, 0.75)
+	cpu("CPU per query, cluster mix over UDP: kubeschema / floor", "≤ 1.02", perf.TestMixed, server.KeyOurs, server.KeyFloor, 1.02)
 	// The worst positive answer of the mix, not the best: a headless A, an
 	// SRV or a PTR answer has more to render than a ClusterIP A.
 	alloc := goal{What: "allocations per cached positive answer (in-process ServeDNS, the most of ClusterIP A, headless A, SRV, PTR)",
 		Shape: shapeLabel(perfName), Goal: "≤ 2", Met: "not measured", Measured: "–"}
 	worst, worstCase := int64(-1), ""
 	for _, kase := range []string{"ClusterIP A", "headless A", "SRV", "PTR"} {
-		if gb, ok := p.goBenchOf("kubeschema", kase); ok && gb.AllocsPerOp > worst {
+		if gb, ok := p.GoBenchOf("kubeschema", kase); ok && gb.AllocsPerOp > worst {
 			worst, worstCase = gb.AllocsPerOp, kase
 		}
 	}
@@ -251,23 +171,6 @@ func goals(res *results) []goal {
 	out = append(out, wrongs)
 	out = append(out, thresholdGoals(res)...)
 	return append(out, mesosGoals(res)...)
-}
-
-// roundRatios is the lowest and highest ratio of num's CPU per query to
-// den's within a round.
-func (p *perfFigures) roundRatios(test, num, den string) (lo, hi float64, ok bool) {
-	if p == nil {
-		return 0, 0, false
-	}
-	a, b := p.Runs[test][num], p.Runs[test][den]
-	lo, hi = math.Inf(1), 0
-	for i := range min(len(a), len(b)) {
-		if b[i].CPUPerQuery > 0 {
-			r := a[i].CPUPerQuery / b[i].CPUPerQuery
-			lo, hi, ok = min(lo, r), max(hi, r), true
-		}
-	}
-	return lo, hi, ok
 }
 
 const mib = 1 << 20

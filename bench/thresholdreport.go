@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"fmt"
@@ -139,7 +140,7 @@ func writeThresholdRun(b *toolreport.Doc, sr *shapeResult) {
 	run := sr.Run
 	b.Heading(3, "%s", sr.label())
 	if p := run.CPU; p != nil {
-		perfTable(b, p, testMixed, fmt.Sprintf("%s: cluster mix over UDP at %d queries/s", sr.label(), p.Rates[testMixed]),
+		perfTable(b, p, perf.TestMixed, fmt.Sprintf("%s: cluster mix over UDP at %d queries/s", sr.label(), p.Rates[perf.TestMixed]),
 			versus{"floor", server.KeyFloor}, versus{"stock", server.KeyStock})
 		b.Para("The fixed load is %s. Command: `%s`.", run.LoadFrom, run.Command)
 		if len(p.CrossCheck) > 0 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"context"
@@ -40,7 +42,7 @@ type thresholdRun struct {
 	Writers int
 	// CPU is the cluster mix over UDP at a fixed load on kubeschema, stock
 	// and the floor (perfFigures' testMixed only).
-	CPU *perfFigures
+	CPU *perf.Figures
 	// LoadFrom says where CPU's fixed load comes from: S3's in this run,
 	// -qps, or the calibration of the first S5 run.
 	LoadFrom string
@@ -72,7 +74,7 @@ type thresholdData struct {
 	// clusterIPs are the ClusterIP services with their IPv4 address,
 	// v4only those of them with no IPv6 one, headless the headless
 	// services (all have endpoints), by number.
-	clusterIPs, v4only, headless []svcRef
+	clusterIPs, v4only, headless []querymix.Service
 	// endpoints is each headless service's IPv4 endpoints, by name.
 	endpoints map[string]int
 	lastPod   string // the DNS name of the pod loaded last
@@ -223,7 +225,7 @@ func newThresholdData(ctx context.Context, cfg *config, c *kubeapi.Cluster, l *c
 			}
 		}
 		isHeadless := svc.Spec.ClusterIP == corev1.ClusterIPNone
-		ref := svcRef{name: svc.Name, ns: svc.Namespace}
+		ref := querymix.Service{Name: svc.Name, NS: svc.Namespace}
 		switch {
 		case isHeadless:
 			d.headless = append(d.headless, ref)
@@ -233,7 +235,7 @@ func newThresholdData(ctx context.Context, cfg *config, c *kubeapi.Cluster, l *c
 			if len(got) == 0 {
 				return nil, fmt.Errorf("service %s/%s: not in the API server's list", svc.Namespace, svc.Name)
 			}
-			ref.ip = got[0]
+			ref.IP = got[0]
 			d.clusterIPs = append(d.clusterIPs, ref)
 			if len(got) == 1 {
 				d.v4only = append(d.v4only, ref)
@@ -260,20 +262,20 @@ func newThresholdData(ctx context.Context, cfg *config, c *kubeapi.Cluster, l *c
 // last over TCP (its endpoints span slices), and with the pod watch the
 // pod loaded last.
 func (d *thresholdData) probes(pods string) []server.Sentinel {
-	name := func(s svcRef) string { return s.name + "." + s.ns + ".svc.cluster.local." }
+	name := func(s querymix.Service) string { return s.Name + "." + s.NS + ".svc.cluster.local." }
 	last := d.headless[len(d.headless)-1]
 	out := []server.Sentinel{
 		{Name: name(d.clusterIPs[len(d.clusterIPs)-1]), Qtype: dns.TypeA, Min: 1},
-		{Name: name(last), Qtype: dns.TypeA, Min: d.endpoints[last.name], TCP: d.endpoints[last.name] > 20},
+		{Name: name(last), Qtype: dns.TypeA, Min: d.endpoints[last.Name], TCP: d.endpoints[last.Name] > 20},
 	}
 	largest := last
 	for _, s := range d.headless {
-		if d.endpoints[s.name] >= d.endpoints[largest.name] {
+		if d.endpoints[s.Name] >= d.endpoints[largest.Name] {
 			largest = s
 		}
 	}
 	if largest != last {
-		out = append(out, server.Sentinel{Name: name(largest), Qtype: dns.TypeA, Min: d.endpoints[largest.name], TCP: true})
+		out = append(out, server.Sentinel{Name: name(largest), Qtype: dns.TypeA, Min: d.endpoints[largest.Name], TCP: true})
 	}
 	if pods == "verified" && d.lastPod != "" {
 		out = append(out, server.Sentinel{Name: d.lastPod, Qtype: dns.TypeA, Min: 1})
@@ -288,32 +290,32 @@ func (d *thresholdData) probes(pods string) []server.Sentinel {
 func (r *shapeRun) thresholdCPU(ctx context.Context) error {
 	d, run := r.thr, r.sr.Run
 	r.files.mix = filepath.Join(r.work, r.tag+"-mix.txt")
-	if err := writeQueries(r.files.mix, generate(clusterMix(d.clusterIPs, d.v4only, d.headless), mixLines)); err != nil {
+	if err := querymix.WriteQueries(r.files.mix, querymix.Generate(querymix.Cluster(d.clusterIPs, d.v4only, d.headless), querymix.Lines)); err != nil {
 		return err
 	}
-	p := &perfFigures{Rates: map[string]int{}, Calibration: map[string]map[string]float64{}}
+	p := &perf.Figures{Rates: map[string]int{}, Calibration: map[string]map[string]float64{}}
 	run.CPU = p
 	p.CrossCheck = []server.CrossCheck{server.Compare(r.servers[server.KeyOurs], r.servers[server.KeyStock], r.files.mix)}
 	logf("answers %s: %d of %d distinct queries differ", p.CrossCheck[0].Pair, p.CrossCheck[0].Differing, p.CrossCheck[0].Compared)
-	spec := perfSpec{file: r.files.mix, duration: r.cfg.duration, clients: 4, outstanding: 100, verbose: true}
-	pl := testPlan{testMixed, []*server.Server{r.servers[server.KeyOurs], r.servers[server.KeyStock], r.servers[server.KeyFloor]}, spec}
+	spec := perf.Spec{File: r.files.mix, Duration: r.cfg.Duration, Clients: 4, Outstanding: 100, Verbose: true}
+	pl := perf.Plan{Name: perf.TestMixed, Targets: []*server.Server{r.servers[server.KeyOurs], r.servers[server.KeyStock], r.servers[server.KeyFloor]}, Spec: spec}
 	given, from := r.mixLoad()
-	if err := calibrate(ctx, r.cfg, &pl, given, p); err != nil {
+	if err := perf.Calibrate(ctx, r.cfg.Settings, &pl, given, p); err != nil {
 		return err
 	}
 	if given == 0 {
-		r.s5Load, from = pl.spec.qps, "half the slowest target's saturated rate in the first S5 run (S3 not measured in this run)"
+		r.s5Load, from = pl.Spec.QPS, "half the slowest target's saturated rate in the first S5 run (S3 not measured in this run)"
 	}
-	run.LoadFrom, run.Command = from, pl.spec.command(r.cfg)
-	return runRounds(ctx, r.cfg, []testPlan{pl}, p)
+	run.LoadFrom, run.Command = from, pl.Spec.Command(r.cfg.Settings)
+	return perf.RunRounds(ctx, r.cfg.Settings, []perf.Plan{pl}, p)
 }
 
 // mixLoad is the fixed load of the threshold shape's cluster mix, and
 // where it comes from (0 when it is to be calibrated).
 func (r *shapeRun) mixLoad() (int, string) {
 	for _, sr := range r.res.Shapes {
-		if sr.Perf != nil && sr.Perf.Rates[testMixed] > 0 {
-			return sr.Perf.Rates[testMixed], fmt.Sprintf("%s's in this run", sr.Shape.Name)
+		if sr.Perf != nil && sr.Perf.Rates[perf.TestMixed] > 0 {
+			return sr.Perf.Rates[perf.TestMixed], fmt.Sprintf("%s's in this run", sr.Shape.Name)
 		}
 	}
 	switch {

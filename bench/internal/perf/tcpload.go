@@ -1,4 +1,4 @@
-package main
+package perf
 
 import (
 	"context"
@@ -39,8 +39,8 @@ func (s tcpLoadSpec) args() []string {
 		"-qps", strconv.Itoa(s.qps), "-duration", s.duration.String(), "-min", strconv.Itoa(s.min)}
 }
 
-// tcpLoadMain is the tcpload subcommand: it prints the perfResult as JSON.
-func tcpLoadMain(args []string) error {
+// TCPLoadMain is the tcpload subcommand: it prints the perfResult as JSON.
+func TCPLoadMain(args []string) error {
 	var s tcpLoadSpec
 	fs := flag.NewFlagSet("tcpload", flag.ContinueOnError)
 	fs.StringVar(&s.addr, "addr", "", "server host:port")
@@ -62,12 +62,12 @@ func tcpLoadMain(args []string) error {
 // each connection sends when it gets one and is idle (a send time that
 // finds every connection busy is dropped, as dnsperf -Q does at its
 // outstanding limit).
-func tcpLoad(s tcpLoadSpec) perfResult {
+func tcpLoad(s tcpLoadSpec) Result {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(s.name), dns.TypeA)
 	query, err := m.Pack()
 	if err != nil {
-		return perfResult{}
+		return Result{}
 	}
 	start := time.Now()
 	end := start.Add(s.duration)
@@ -78,7 +78,7 @@ func tcpLoad(s tcpLoadSpec) perfResult {
 		go dnsload.Pace(ctx, tokens, s.qps)
 	}
 	var mu sync.Mutex
-	res := perfResult{Rcodes: map[string]int{}}
+	res := Result{Rcodes: map[string]int{}}
 	var lat []float64
 	var bytes float64
 	var wg sync.WaitGroup
@@ -101,15 +101,15 @@ func tcpLoad(s tcpLoadSpec) perfResult {
 	if res.Completed > 0 {
 		res.AnswerBytes = bytes / float64(res.Completed)
 	}
-	res.P50, res.P90, res.P99, res.Max = percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), percentile(lat, 100)
+	res.P50, res.P90, res.P99, res.Max = Percentile(lat, 50), Percentile(lat, 90), Percentile(lat, 99), Percentile(lat, 100)
 	return res
 }
 
 // tcpClient runs one connection until end: wait for a send time (when
 // paced), send, read the whole answer, check it. Its AnswerBytes is the
 // sum, not the mean.
-func tcpClient(s tcpLoadSpec, query []byte, tokens <-chan struct{}, end time.Time) (perfResult, []float64) {
-	res := perfResult{Rcodes: map[string]int{}}
+func tcpClient(s tcpLoadSpec, query []byte, tokens <-chan struct{}, end time.Time) (Result, []float64) {
+	res := Result{Rcodes: map[string]int{}}
 	var lat []float64
 	var conn net.Conn
 	buf := make([]byte, 2+len(query))

@@ -1,4 +1,4 @@
-package main
+package perf
 
 import (
 	"bufio"
@@ -19,21 +19,21 @@ import (
 	"github.com/schemadns/schemadns/test/procstat"
 )
 
-// perfSpec is one load run: dnsperf over UDP, or over TCP this tool's
+// Spec is one load run: dnsperf over UDP, or over TCP this tool's
 // own client (see tcpload.go), which asks one name.
-type perfSpec struct {
-	file                 string
-	tcp                  bool
-	tcpName              string // the name asked over TCP
-	tcpMin               int    // answer records of its whole answer
-	qps                  int    // offered load; 0 saturates
-	duration             time.Duration
-	clients, outstanding int  // TCP: clients are the connections
-	verbose              bool // per-query latencies, for percentiles
+type Spec struct {
+	File                 string
+	TCP                  bool
+	TCPName              string // the name asked over TCP
+	TCPMin               int    // answer records of its whole answer
+	QPS                  int    // offered load; 0 saturates
+	Duration             time.Duration
+	Clients, Outstanding int  // TCP: clients are the connections
+	Verbose              bool // per-query latencies, for percentiles
 }
 
-// perfResult is what one run measured.
-type perfResult struct {
+// Result is what one run measured.
+type Result struct {
 	Sent, Completed, Lost int
 	QPS                   float64
 	Rcodes                map[string]int
@@ -52,26 +52,26 @@ type perfResult struct {
 }
 
 // args are dnsperf's arguments for spec against port, or tcpload's.
-func (spec perfSpec) args(port int) []string {
-	if spec.tcp {
-		return tcpLoadSpec{addr: "127.0.0.1:" + strconv.Itoa(port), name: spec.tcpName, conns: spec.clients,
-			qps: spec.qps, duration: spec.duration, min: spec.tcpMin}.args()
+func (spec Spec) args(port int) []string {
+	if spec.TCP {
+		return tcpLoadSpec{addr: "127.0.0.1:" + strconv.Itoa(port), name: spec.TCPName, conns: spec.Clients,
+			qps: spec.QPS, duration: spec.Duration, min: spec.TCPMin}.args()
 	}
-	a := []string{"-s", "127.0.0.1", "-p", strconv.Itoa(port), "-d", spec.file,
-		"-l", strconv.FormatFloat(spec.duration.Seconds(), 'f', -1, 64),
-		"-c", strconv.Itoa(spec.clients), "-q", strconv.Itoa(spec.outstanding), "-t", "2"}
-	if spec.qps > 0 {
-		a = append(a, "-Q", strconv.Itoa(spec.qps))
+	a := []string{"-s", "127.0.0.1", "-p", strconv.Itoa(port), "-d", spec.File,
+		"-l", strconv.FormatFloat(spec.Duration.Seconds(), 'f', -1, 64),
+		"-c", strconv.Itoa(spec.Clients), "-q", strconv.Itoa(spec.Outstanding), "-t", "2"}
+	if spec.QPS > 0 {
+		a = append(a, "-Q", strconv.Itoa(spec.QPS))
 	}
-	if spec.verbose {
+	if spec.Verbose {
 		a = append(a, "-v")
 	}
 	return a
 }
 
-// command is the run as a shell line for the report, with the port
+// Command is the run as a shell line for the report, with the port
 // replaced by PORT and the data file by its base name.
-func (spec perfSpec) command(cfg *config) string {
+func (spec Spec) Command(cfg Settings) string {
 	a := spec.args(0)
 	for i := range a {
 		switch {
@@ -84,54 +84,54 @@ func (spec perfSpec) command(cfg *config) string {
 		}
 	}
 	prog := "dnsperf"
-	if spec.tcp {
+	if spec.TCP {
 		prog = "go run ." // in bench/
 	}
-	if cfg.srv.Pin {
-		prog = fmt.Sprintf("taskset -c %d %s", cfg.srv.ClientCPU, prog)
+	if cfg.Pin {
+		prog = fmt.Sprintf("taskset -c %d %s", cfg.ClientCPU, prog)
 	}
 	return prog + " " + strings.Join(a, " ")
 }
 
 // loadCommand is the command of a run: dnsperf, or this tool's tcpload.
-func (spec perfSpec) loadCommand(cfg *config, port int) (*exec.Cmd, error) {
-	if !spec.tcp {
-		return cfg.srv.Pinned(cfg.srv.ClientCPU, "dnsperf", spec.args(port)...), nil
+func (spec Spec) loadCommand(cfg Settings, port int) (*exec.Cmd, error) {
+	if !spec.TCP {
+		return cfg.Pinned(cfg.ClientCPU, "dnsperf", spec.args(port)...), nil
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	return cfg.srv.Pinned(cfg.srv.ClientCPU, self, spec.args(port)...), nil
+	return cfg.Pinned(cfg.ClientCPU, self, spec.args(port)...), nil
 }
 
-// runPerf runs dnsperf against s and charges the server's CPU time over
+// Run runs dnsperf against s and charges the server's CPU time over
 // the run to the queries it answered.
-func runPerf(ctx context.Context, cfg *config, s *server.Server, spec perfSpec) (perfResult, error) {
+func Run(ctx context.Context, cfg Settings, s *server.Server, spec Spec) (Result, error) {
 	cmd, err := spec.loadCommand(cfg, s.Port)
 	if err != nil {
-		return perfResult{}, err
+		return Result{}, err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return perfResult{}, err
+		return Result{}, err
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	cpu0, err := procstat.CPUSeconds(s.PID())
 	if err != nil {
-		return perfResult{}, err
+		return Result{}, err
 	}
-	busy0, _ := procstat.CPUBusy(cfg.srv.ServerCPU)
+	busy0, _ := procstat.CPUBusy(cfg.ServerCPU)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return perfResult{}, fmt.Errorf("dnsperf: %w", err)
+		return Result{}, fmt.Errorf("dnsperf: %w", err)
 	}
 	stopOnCancel := context.AfterFunc(ctx, func() { cmd.Process.Kill() })
 	defer stopOnCancel()
-	var r perfResult
+	var r Result
 	var lat []float64
-	if spec.tcp {
+	if spec.TCP {
 		err = json.NewDecoder(out).Decode(&r)
 		io.Copy(io.Discard, out)
 	} else {
@@ -145,16 +145,16 @@ func runPerf(ctx context.Context, cfg *config, s *server.Server, spec perfSpec) 
 	if err != nil {
 		return r, fmt.Errorf("%s: %w (did it exit? see %s)", s, err, s.LogPath)
 	}
-	busy1, _ := procstat.CPUBusy(cfg.srv.ServerCPU)
+	busy1, _ := procstat.CPUBusy(cfg.ServerCPU)
 	r.ServerCPU = cpu1 - cpu0
 	if r.Completed > 0 {
 		r.CPUPerQuery = r.ServerCPU / float64(r.Completed) * 1e6
 	}
-	if cfg.srv.Pin && r.Elapsed > 0 {
+	if cfg.Pin && r.Elapsed > 0 {
 		r.OtherBusy = math.Max(0, (busy1-busy0-r.ServerCPU)/r.Elapsed)
 	}
-	if !spec.tcp {
-		r.P50, r.P90, r.P99, r.Max = percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), percentile(lat, 100)
+	if !spec.TCP {
+		r.P50, r.P90, r.P99, r.Max = Percentile(lat, 50), Percentile(lat, 90), Percentile(lat, 99), Percentile(lat, 100)
 	}
 	if r.Completed == 0 {
 		return r, fmt.Errorf("dnsperf against %s: no query answered: %s", s, stderr.String())
@@ -164,8 +164,8 @@ func runPerf(ctx context.Context, cfg *config, s *server.Server, spec perfSpec) 
 
 // parsePerf reads dnsperf's output: per-query lines ("> NOERROR name A
 // 0.000083", with -v) and the statistics at the end. Latencies are in ms.
-func parsePerf(out io.Reader) (perfResult, []float64) {
-	r := perfResult{Rcodes: map[string]int{}}
+func parsePerf(out io.Reader) (Result, []float64) {
+	r := Result{Rcodes: map[string]int{}}
 	var lat []float64
 	sc := bufio.NewScanner(out)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -205,8 +205,8 @@ func parsePerf(out io.Reader) (perfResult, []float64) {
 	return r, lat
 }
 
-// percentile is the nearest-rank percentile p of xs (0 when empty).
-func percentile(xs []float64, p float64) float64 {
+// Percentile is the nearest-rank percentile p of xs (0 when empty).
+func Percentile(xs []float64, p float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -216,8 +216,8 @@ func percentile(xs []float64, p float64) float64 {
 	return s[max(0, min(i, len(s)-1))]
 }
 
-// median of xs (0 when empty).
-func median(xs []float64) float64 {
+// Median of xs (0 when empty).
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -229,8 +229,8 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// dnsperfVersion is the "Version 2.10.0" line of dnsperf -h.
-func dnsperfVersion() string {
+// DnsperfVersion is the "Version 2.10.0" line of dnsperf -h.
+func DnsperfVersion() string {
 	out, _ := exec.Command("dnsperf", "-h").CombinedOutput()
 	for line := range strings.SplitSeq(string(out), "\n") {
 		if v, ok := strings.CutPrefix(line, "Version "); ok {
@@ -238,4 +238,13 @@ func dnsperfVersion() string {
 		}
 	}
 	return "unknown"
+}
+
+// MaxOf is the largest of xs (0 when empty).
+func MaxOf(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
 }

@@ -1,4 +1,4 @@
-package main
+package perf
 
 import (
 	"bufio"
@@ -12,20 +12,20 @@ import (
 	"strings"
 )
 
-// goBench is one line of the in-process benchmark.
-type goBench struct {
+// GoBench is one line of the in-process benchmark.
+type GoBench struct {
 	Plugin, Case string
 	NsPerOp      float64
 	BytesPerOp   int64
 	AllocsPerOp  int64
 }
 
-// buildInprocess compiles the in-process benchmark (bench/inprocess) into
+// BuildInprocess compiles the in-process benchmark (bench/inprocess) into
 // the work directory, so that its run is not charged with the build.
-func buildInprocess(ctx context.Context, cfg *config, work string) (string, error) {
+func BuildInprocess(ctx context.Context, root, work string) (string, error) {
 	bin := filepath.Join(work, "inprocess.test")
 	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./inprocess")
-	cmd.Dir = filepath.Join(cfg.Root, "bench")
+	cmd.Dir = filepath.Join(root, "bench")
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build the in-process benchmark: %w\n%s", err, out)
@@ -33,15 +33,15 @@ func buildInprocess(ctx context.Context, cfg *config, work string) (string, erro
 	return bin, nil
 }
 
-// goBenchArgs are the test binary's arguments.
-func goBenchArgs(cfg *config) []string {
-	return []string{"-test.run=^$", "-test.bench=BenchmarkServeDNS", "-test.benchmem", "-test.benchtime=" + cfg.benchtime}
+// GoBenchArgs are the test binary's arguments.
+func GoBenchArgs(cfg Settings) []string {
+	return []string{"-test.run=^$", "-test.bench=BenchmarkServeDNS", "-test.benchmem", "-test.benchtime=" + cfg.Benchtime}
 }
 
-// runInprocess runs the benchmark against the loaded API server, pinned to
+// RunInprocess runs the benchmark against the loaded API server, pinned to
 // the server CPU like the servers, and parses its lines.
-func runInprocess(ctx context.Context, cfg *config, bin, kubeconfig, cases, mix string) ([]goBench, error) {
-	cmd := cfg.srv.Pinned(cfg.srv.ServerCPU, bin, goBenchArgs(cfg)...)
+func RunInprocess(ctx context.Context, cfg Settings, bin, kubeconfig, cases, mix string) ([]GoBench, error) {
+	cmd := cfg.Pinned(cfg.ServerCPU, bin, GoBenchArgs(cfg)...)
 	cmd.Env = append(os.Environ(),
 		"SCHEMADNS_BENCH_KUBECONFIG="+kubeconfig, "SCHEMADNS_BENCH_CASES="+cases, "SCHEMADNS_BENCH_MIX="+mix)
 	var out bytes.Buffer
@@ -61,8 +61,8 @@ func runInprocess(ctx context.Context, cfg *config, bin, kubeconfig, cases, mix 
 // parseGoBench reads lines such as
 // "BenchmarkServeDNS/kubeschema/ClusterIP_A   3971418   301.2 ns/op   96 B/op   2 allocs/op"
 // (a -N suffix is printed when GOMAXPROCS is not 1).
-func parseGoBench(out string) []goBench {
-	var res []goBench
+func parseGoBench(out string) []GoBench {
+	var res []GoBench
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -79,7 +79,7 @@ func parseGoBench(out string) []goBench {
 				name = name[:i]
 			}
 		}
-		b := goBench{Plugin: parts[0], Case: strings.ReplaceAll(name, "_", " ")}
+		b := GoBench{Plugin: parts[0], Case: strings.ReplaceAll(name, "_", " ")}
 		for i := 2; i+1 < len(f); i += 2 {
 			v, _ := strconv.ParseFloat(f[i], 64)
 			switch f[i+1] {
