@@ -9,7 +9,6 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 )
 
@@ -138,125 +137,10 @@ func TestRepliesShareNothing(t *testing.T) {
 	}
 }
 
-type keep struct {
-	test.ResponseWriter
-	msg *dns.Msg
-}
-
-func (k *keep) WriteMsg(m *dns.Msg) error { k.msg = m; return nil }
-
-func TestAddrAnswer(t *testing.T) {
-	for _, tc := range []struct{ ip, want string }{
-		{"10.2.0.5", "a.b. 5 IN A 10.2.0.5"},
-		{"fd00::5", "a.b. 5 IN AAAA fd00::5"},
-		{"::ffff:10.2.0.5", "a.b. 5 IN AAAA ::ffff:10.2.0.5"},
-	} {
-		rr := AddrAnswer("a.b.", netip.MustParseAddr(tc.ip), 5)
-		if got := strings.ReplaceAll(rr[0].String(), "\t", " "); len(rr) != 1 || got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.ip, got, tc.want)
-		}
-		if want := NewAddrRecord("a.b.", netip.MustParseAddr(tc.ip), 5); !dns.IsDuplicate(rr[0], want) {
-			t.Errorf("%s: %s, NewAddrRecord %s", tc.ip, rr[0], want)
-		}
-	}
-}
-
 // BenchmarkNewBlock is the cost of a block of one PTR record.
 func BenchmarkNewBlock(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		newBlock(blockShape{rr: 1, ptr: 1, text: 30})
-	}
-}
-
-// TestAliasChains: an alias's CNAME comes first, then the next alias's or
-// the target's records, whether the last hop renders the CNAME into its
-// block (addresses) or the alias adds it (SRV, NODATA, a loop).
-func TestAliasChains(t *testing.T) {
-	eps := make([]EndpointFacts, 3)
-	for i := range eps {
-		eps[i] = NewEndpoint(netip.AddrFrom4([4]byte{10, 1, 0, byte(i + 1)}), "", 0, true)
-	}
-	srv := testServer(false,
-		NewHeadless("db.ns1", eps, []SRVPort{{Name: "pg", Proto: "tcp", Number: 5432}}, nil),
-		NewVirtual("web.ns1", []netip.Addr{netip.MustParseAddr("10.96.0.7")}, nil),
-		NewAlias("a1.ns1", "a2.ns1.svc.cluster.local."),
-		NewAlias("a2.ns1", "db.ns1.svc.cluster.local."),
-		NewAlias("w.ns1", "web.ns1.svc.cluster.local."),
-		NewAlias("loop.ns1", "loop.ns1.svc.cluster.local."),
-	)
-	const a1, a2 = "a1.ns1.svc.cluster.local. 5 IN CNAME a2.ns1.svc.cluster.local.", "a2.ns1.svc.cluster.local. 5 IN CNAME db.ns1.svc.cluster.local."
-	dbA := []string{"db.ns1.svc.cluster.local. 5 IN A 10.1.0.1", "db.ns1.svc.cluster.local. 5 IN A 10.1.0.2", "db.ns1.svc.cluster.local. 5 IN A 10.1.0.3"}
-	for _, tc := range []struct {
-		name    string
-		qtype   uint16
-		cnames  []string
-		records []string
-	}{
-		{"a2", dns.TypeA, []string{a2}, dbA},
-		{"a1", dns.TypeA, []string{a1, a2}, dbA},
-		{"a1", dns.TypeAAAA, []string{a1, a2}, nil},
-		{"a2", dns.TypeSRV, []string{a2}, []string{"_pg._tcp.db.ns1.svc.cluster.local. 5 IN SRV 0 33 5432 10-1-0-1.db.ns1.svc.cluster.local.",
-			"_pg._tcp.db.ns1.svc.cluster.local. 5 IN SRV 0 33 5432 10-1-0-2.db.ns1.svc.cluster.local.", "_pg._tcp.db.ns1.svc.cluster.local. 5 IN SRV 0 33 5432 10-1-0-3.db.ns1.svc.cluster.local."}},
-		{"w", dns.TypeA, []string{"w.ns1.svc.cluster.local. 5 IN CNAME web.ns1.svc.cluster.local."}, []string{"web.ns1.svc.cluster.local. 5 IN A 10.96.0.7"}},
-		{"w", dns.TypeANY, []string{"w.ns1.svc.cluster.local. 5 IN CNAME web.ns1.svc.cluster.local."}, []string{"web.ns1.svc.cluster.local. 5 IN A 10.96.0.7"}},
-	} {
-		r := new(dns.Msg)
-		r.SetQuestion(tc.name+".ns1.svc.cluster.local.", tc.qtype)
-		w := &keep{}
-		if _, err := srv.ServeDNS(context.Background(), w, r); err != nil {
-			t.Fatal(err)
-		}
-		got := w.msg.Answer
-		if len(got) != len(tc.cnames)+len(tc.records) {
-			t.Errorf("%s %s: %v", tc.name, dns.TypeToString[tc.qtype], got)
-			continue
-		}
-		for i, want := range tc.cnames {
-			if s := strings.ReplaceAll(got[i].String(), "\t", " "); s != want {
-				t.Errorf("%s %s: answer %d is %q, want %q", tc.name, dns.TypeToString[tc.qtype], i, s, want)
-			}
-		}
-		if rest := lines(got[len(tc.cnames):]); strings.Join(rest, "\n") != strings.Join(tc.records, "\n") {
-			t.Errorf("%s %s: %q, want %q", tc.name, dns.TypeToString[tc.qtype], rest, tc.records)
-		}
-	}
-	r := new(dns.Msg)
-	r.SetQuestion("loop.ns1.svc.cluster.local.", dns.TypeA)
-	w := &keep{}
-	if _, err := srv.ServeDNS(context.Background(), w, r); err != nil || len(w.msg.Answer) != maxAliasHops+1 {
-		t.Errorf("loop: %v, %d records, want %d", err, len(w.msg.Answer), maxAliasHops+1)
-	}
-}
-
-// TestPTRAnswers: a PTR answer whose name fits the one-record type, one
-// whose name does not, and an address two services share (one record
-// each), all name what they should.
-func TestPTRAnswers(t *testing.T) {
-	long := strings.Repeat("h", 63)
-	srv := testServer(false,
-		NewVirtual("web.ns1", []netip.Addr{netip.MustParseAddr("10.96.0.7")}, nil),
-		NewHeadless("db.ns1", []EndpointFacts{NewEndpoint(netip.MustParseAddr("10.1.0.1"), long, 0, true)}, nil, nil),
-		NewVirtual("a.ns1", []netip.Addr{netip.MustParseAddr("10.96.0.9")}, nil),
-		NewVirtual("b.ns2", []netip.Addr{netip.MustParseAddr("10.96.0.9")}, nil),
-	)
-	srv.Zones = append(srv.Zones, "in-addr.arpa.")
-	for _, tc := range []struct {
-		name string
-		want []string
-	}{
-		{"7.0.96.10.in-addr.arpa.", []string{"7.0.96.10.in-addr.arpa. 5 IN PTR web.ns1.svc.cluster.local."}},
-		{"1.0.1.10.in-addr.arpa.", []string{"1.0.1.10.in-addr.arpa. 5 IN PTR " + long + ".db.ns1.svc.cluster.local."}},
-		{"9.0.96.10.in-addr.arpa.", []string{"9.0.96.10.in-addr.arpa. 5 IN PTR a.ns1.svc.cluster.local.", "9.0.96.10.in-addr.arpa. 5 IN PTR b.ns2.svc.cluster.local."}},
-	} {
-		r := new(dns.Msg)
-		r.SetQuestion(tc.name, dns.TypePTR)
-		w := &keep{}
-		if _, err := srv.ServeDNS(context.Background(), w, r); err != nil {
-			t.Fatal(err)
-		}
-		if got := lines(w.msg.Answer); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }

@@ -31,13 +31,13 @@ func TestDocFigures(t *testing.T) {
 
 	words := map[int]string{1: "one", 2: "two", 3: "three"}
 	quotes := []struct{ file, phrase string }{
-		{"service.go", fmt.Sprintf("an endpoint keeps %d bytes in its service and %d in the PTR index", endpointBytes, ptrBytes)},
-		{"service.go", fmt.Sprintf("endpoint is how a service keeps an address: %d bytes", endpointBytes)},
+		{"doc.go", fmt.Sprintf("an endpoint keeps %d bytes in its service and %d in the PTR index", endpointBytes, ptrBytes)},
+		{"facts.go", fmt.Sprintf("endpoint is how a service keeps an address: %d bytes", endpointBytes)},
 		{"snapshot.go", fmt.Sprintf("addresses that came or went. %d bytes", ptrBytes)},
 		{"../../../docs/architecture.md", fmt.Sprintf("%d-byte endpoints", endpointBytes)},
 		{"../../../docs/architecture.md", fmt.Sprintf("%s allocation for a one-record answer", words[answerAllocs])},
 		{"../../../docs/architecture.md", fmt.Sprintf("%s for an A, AAAA or SRV answer of ten", words[tenAllocs])},
-		{"service.go", fmt.Sprintf("an answer are built in %s allocation", words[tenAllocs])},
+		{"doc.go", fmt.Sprintf("an answer are built in %s allocation", words[tenAllocs])},
 		{"../../kubeschema/README.md", fmt.Sprintf("addresses in %d-byte form", addrBytes)},
 		{"../../kubeschema/README.md", fmt.Sprintf("%s allocation for a one-record or negative answer", words[answerAllocs])},
 	}

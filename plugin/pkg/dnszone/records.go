@@ -17,19 +17,6 @@ import (
 // snapshot, its PTR index, rotation, rendering in one block, negative
 // answers, transfers and metrics are the same as the services'.
 
-// NameModel is how a server's forward zones are named: which grammar
-// reads a question's name.
-type NameModel uint8
-
-const (
-	// ServiceNames: the Kubernetes grammar of services under svc.<zone>
-	// (name.go), with dns-version and ns.dns.<zone>; Facts are services.
-	ServiceNames NameModel = iota
-	// RecordNames: a name is a key of the snapshot, whole (NewRecords);
-	// a name only above others is an empty non-terminal (NODATA).
-	RecordNames
-)
-
 // SRVRecord is one SRV record of a Records name: its target is another
 // name of the same snapshot (below the zone), whose addresses go in the
 // additional section.

@@ -18,17 +18,6 @@ import (
 	"github.com/schemadns/schemadns/plugin/pkg/replies"
 )
 
-// Schema is what a plugin adds to the common grammar.
-type Schema interface {
-	// Other answers a name the common grammar leaves to the schema
-	// (NameOther), in q's zone. (The query is passed by value so that it
-	// stays on the stack: an interface call makes a pointer escape.)
-	Other(q Query, n Name) Result
-	// Follow answers the target of an alias that is outside the served
-	// zones, through the server's chain; ok false leaves the CNAME alone.
-	Follow(q Query, target string) (res Result, ok bool)
-}
-
 // Server is the query path of a schema plugin: zone match, REFUSED for
 // names outside its zones with nothing after it, SERVFAIL before the first
 // snapshot, fallthrough on NXDOMAIN, the answers of the common grammar, and
@@ -52,7 +41,7 @@ type Server struct {
 	// (<zone>.pin._zone.<svc>.<ns>.svc.<zone>, and prefer).
 	Zonal bool
 	// Names is the grammar of the forward zones: the Kubernetes services'
-	// (the default) or a record set per name (records.go).
+	// (the default, svcname.go) or a record set per name (records.go).
 	Names NameModel
 	// SOA overrides the apex's names and timers; its zero fields keep
 	// the defaults.
@@ -141,7 +130,17 @@ func (srv *Server) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Ms
 	}
 	q := &Query{Ctx: ctx, W: w, Req: r, Snap: snap, Zone: zi, Qtype: r.Question[0].Qtype, Owner: r.Question[0].Name}
 	rest := srv.lowerRest(q, restLen)
-	res := srv.lookup(q, rest)
+	// The dispatch of lookup, in this frame: through lookup, the common
+	// answers would pay its frame too (a Result is copied through memory).
+	var res Result
+	switch {
+	case dnsname.IsReverseZone(srv.Zones[zi]):
+		res = srv.lookupReverse(q, rest)
+	case srv.Names == RecordNames:
+		res = srv.lookupRecord(q, rest)
+	default:
+		res = srv.lookupService(q, rest)
+	}
 	if res.Rcode == dns.RcodeNameError && srv.Fall.Through(q.Owner) {
 		return srv.passOn(q, res)
 	}
@@ -256,7 +255,23 @@ func (srv *Server) write(q *Query, res Result) (int, error) {
 	return dns.RcodeSuccess, nil
 }
 
-// lookup answers one name of q's zone: rest is the part before the zone.
+// NameModel is how a server's forward zones are named: which grammar
+// reads a question's name.
+type NameModel uint8
+
+const (
+	// ServiceNames: the Kubernetes grammar of services under svc.<zone>
+	// (svcname.go), with dns-version and ns.dns.<zone>; Facts are services.
+	ServiceNames NameModel = iota
+	// RecordNames: a name is a key of the snapshot, whole (NewRecords);
+	// a name only above others is an empty non-terminal (NODATA).
+	RecordNames
+)
+
+// lookup answers one name of q's zone by the zone's model: reverse names
+// here, forward names by the server's grammar (svcserve.go, records.go).
+// rest is the part before the zone. ServeDNS makes the same choice in its
+// own frame; this is for the names an alias leads to.
 func (srv *Server) lookup(q *Query, rest string) Result {
 	if dnsname.IsReverseZone(srv.Zones[q.Zone]) {
 		return srv.lookupReverse(q, rest)
@@ -264,63 +279,8 @@ func (srv *Server) lookup(q *Query, rest string) Result {
 	if srv.Names == RecordNames {
 		return srv.lookupRecord(q, rest)
 	}
-	var n Name
-	n.parse(rest)
-	switch n.Kind {
-	case NameService, NameHost, NameProto, NamePort, NameZonal:
-		svc := q.Snap.Service(n.Key)
-		if svc == nil || (svc.kind == Headless && len(svc.endpoints) == 0 && n.Kind != NameZonal) {
-			// A headless service without endpoints is kept for its zonal
-			// names alone (NODATA, as stock has them); its other names do
-			// not exist.
-			return NXDomain
-		}
-		return srv.serviceAnswer(q, svc, &n)
-	case NameOther:
-		return srv.other(q, &n)
-	}
-	return srv.special(q, &n)
+	return srv.lookupService(q, rest)
 }
-
-// special answers the names that are not a service's or the schema's:
-// the apex, dns-version, the NS name, svc and the namespaces.
-//
-//go:noinline
-func (srv *Server) special(q *Query, n *Name) Result {
-	switch n.Kind {
-	case NameApex:
-		return srv.apex(q)
-	case NameVersion:
-		if q.Qtype != dns.TypeTXT && q.Qtype != dns.TypeANY {
-			return Result{}
-		}
-		return Result{Answer: []dns.RR{&dns.TXT{Hdr: q.hdr(q.Owner, dns.TypeTXT, srv.TTL), Txt: []string{srv.Version}}}}
-	case NameDNSLabel:
-		return Result{}
-	case NameNS:
-		return Result{Answer: q.nsAddrs(srv, q.Owner)}
-	case NameSvcLabel:
-		if q.Snap.Len() == 0 {
-			return NXDomain
-		}
-		return Result{}
-	case NameNamespace:
-		if !q.Snap.HasNamespace(n.Namespace) {
-			return NXDomain
-		}
-		return Result{}
-	}
-	return NXDomain
-}
-
-// other asks the schema, outside lookup so that lookup's frame holds no
-// copy of the query: a UDP query runs on a fresh goroutine, whose stack
-// starts at 2 KiB (the runtime's average, when that is more) and is
-// copied each time it doubles (BenchmarkServeUDP in kubeschema shows
-// where).
-//
-//go:noinline
-func (srv *Server) other(q *Query, n *Name) Result { return srv.Schema.Other(*q, *n) }
 
 // lookupReverse answers a name of a reverse zone: the apex, or a PTR.
 func (srv *Server) lookupReverse(q *Query, rest string) Result {
@@ -380,124 +340,6 @@ func (srv *Server) onePTR(q *Query, t ptrName, zone string) []dns.RR {
 	return o.rr[:]
 }
 
-// serviceAnswer answers a name of an existing service.
-func (srv *Server) serviceAnswer(q *Query, svc *Facts, n *Name) Result {
-	if n.Kind != NameService || svc.kind == Alias || q.Qtype == dns.TypeSRV || q.Qtype == dns.TypeANY {
-		return srv.otherServiceAnswer(q, svc, n)
-	}
-	// The most common answer: the addresses of a service's name.
-	return Result{Answer: q.addrsFor(svc, svc.nameSelection(), srv.TTL)}
-}
-
-// otherServiceAnswer answers the other names of a service and the other
-// types of its name.
-//
-//go:noinline
-func (srv *Server) otherServiceAnswer(q *Query, svc *Facts, n *Name) Result {
-	switch n.Kind {
-	case NameService:
-		if svc.kind == Alias {
-			return srv.aliasAnswer(q, svc)
-		}
-		sel := svc.nameSelection()
-		if q.Qtype == dns.TypeSRV {
-			return srv.srvAnswer(q, svc, -1, q.Lower, sel, "")
-		}
-		addrs := q.addrs(svc, sel, nil, q.Owner, srv.TTL) // ANY
-		srvs := srv.srvAnswer(q, svc, -1, q.Lower, sel, "")
-		return Result{Answer: append(addrs, srvs.Answer...)}
-	case NameHost:
-		var buf [4]int // a host name is most often one endpoint's, or two
-		eps := svc.appendHostEndpoints(buf[:0], n.Host)
-		if len(eps) == 0 {
-			return NXDomain
-		}
-		return Result{Answer: q.addrsFor(svc, selection{idx: eps}, srv.TTL)}
-	case NameProto:
-		if !svc.hasProto(n.Proto) {
-			return NXDomain
-		}
-		return Result{}
-	case NameZonal:
-		return srv.zonalAnswer(q, svc, n)
-	}
-	pi := svc.port(n.Port)
-	if pi < 0 {
-		return NXDomain
-	}
-	if q.Qtype != dns.TypeSRV && q.Qtype != dns.TypeANY {
-		return Result{}
-	}
-	return srv.srvAnswer(q, svc, pi, q.Lower[len(n.Port)+1:], svc.nameSelection(), q.Owner)
-}
-
-// zonalAnswer answers <zone>.pin._zone.<svc>... and <zone>.prefer._zone...
-// (the zonal option, as stock CoreDNS 1.15 defines them): a headless
-// service's endpoints in that topology zone, A, AAAA and SRV only. A pin
-// with none there is NODATA, also when the service has no endpoints at
-// all; a prefer widens to every endpoint. Other services have no such
-// names.
-func (srv *Server) zonalAnswer(q *Query, svc *Facts, n *Name) Result {
-	if !srv.Zonal || svc.kind != Headless {
-		return NXDomain
-	}
-	sel := svc.inZone(n.TopologyZone)
-	if sel.len() == 0 && n.Prefer {
-		sel = all(svc)
-	}
-	switch q.Qtype {
-	case dns.TypeA, dns.TypeAAAA:
-		return Result{Answer: q.addrsFor(svc, sel, srv.TTL)}
-	case dns.TypeSRV:
-		return srv.srvAnswer(q, svc, -1, ServiceName(svc, srv.Zones[q.Zone]), sel, q.Owner)
-	}
-	return Result{}
-}
-
-// maxAliasHops bounds CNAME chains between our own aliases.
-const maxAliasHops = 8
-
-// aliasAnswer answers an alias: the CNAME, then the target's records:
-// from our own data when the target is in a zone we serve, else through
-// the schema (the server's chain).
-func (srv *Server) aliasAnswer(q *Query, svc *Facts) Result {
-	if q.Qtype == dns.TypeCNAME || q.depth >= maxAliasHops {
-		return Result{Answer: srv.cname(q, svc, nil)}
-	}
-	var next Result
-	if zi, restLen := srv.ZoneIndex(svc.rare.target); zi >= 0 {
-		hop := *q
-		hop.Owner, hop.Lower, hop.depth = svc.rare.target, svc.rare.target, q.depth+1
-		hop.Zone, hop.via, hop.led = zi, q.Owner, false
-		if next = srv.lookup(&hop, svc.rare.target[:restLen]); hop.led {
-			return next
-		}
-	} else {
-		var ok bool
-		if next, ok = srv.Schema.Follow(*q, svc.rare.target); !ok {
-			return Result{Answer: srv.cname(q, svc, nil)}
-		}
-	}
-	return Result{Answer: srv.cname(q, svc, next.Answer), Extra: next.Extra, Rcode: next.Rcode}
-}
-
-// cname is the alias's CNAME record followed by the records of after, in
-// one block.
-func (srv *Server) cname(q *Query, svc *Facts, after []dns.RR) []dns.RR {
-	if len(after) == 0 {
-		o := new(oneCNAME)
-		o.cname = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.rare.target}
-		o.rr[0] = &o.cname
-		return o.rr[:]
-	}
-	var b block // filled in place (see addrBlock)
-	b.alloc(&blockShape{rr: 1 + len(after), cname: 1})
-	b.cname[0] = dns.CNAME{Hdr: q.hdr(q.Owner, dns.TypeCNAME, srv.TTL), Target: svc.rare.target}
-	b.rr[0] = &b.cname[0]
-	copy(b.rr[1:], after)
-	return b.rr
-}
-
 // forwardZone is the first forward zone: PTR records point into it, and
 // reverse zones name its nameserver.
 func (srv *Server) forwardZone() string {
@@ -507,13 +349,4 @@ func (srv *Server) forwardZone() string {
 		}
 	}
 	return srv.Zones[0]
-}
-
-// ServiceName is the name of svc under zone: "<svc>.<ns>.svc.<zone>", or a
-// record set's own name.
-func ServiceName(svc *Facts, zone string) string {
-	if svc.kind == Records {
-		return svc.key + "." + zone
-	}
-	return svc.key + ".svc." + zone
 }

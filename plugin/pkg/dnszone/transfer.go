@@ -41,3 +41,22 @@ func (srv *Server) Transfer(zone string, serial uint32) (<-chan []dns.RR, error)
 	}()
 	return ch, nil
 }
+
+// Records lists every record of svc under zone, for a transfer: its
+// addresses, each host name's addresses in name order, its SRV records
+// (a service's: svcrender.go; a record set's: records.go).
+func (srv *Server) Records(svc *Facts, zone string) []dns.RR {
+	if svc.kind == Records {
+		return srv.recordSetRecords(svc, zone)
+	}
+	return srv.serviceRecords(svc, zone)
+}
+
+func (srv *Server) zoneOf(zone string) int {
+	for i, z := range srv.Zones {
+		if z == zone {
+			return i
+		}
+	}
+	return -1
+}

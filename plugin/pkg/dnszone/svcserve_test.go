@@ -2,67 +2,13 @@ package dnszone
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/coredns/coredns/plugin/pkg/dnstest"
-	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/schemadns/schemadns/plugin/pkg/replies"
 )
-
-// serveOne answers one question from a snapshot of svcs, as ServeDNS does.
-func serveOne(t *testing.T, srv *Server, name string, qtype uint16) *dns.Msg {
-	t.Helper()
-	r := new(dns.Msg)
-	r.SetQuestion(name, qtype)
-	w := dnstest.NewRecorder(&test.ResponseWriter{})
-	if _, err := srv.ServeDNS(context.Background(), w, r); err != nil {
-		t.Fatalf("%s %s: %v", name, dns.TypeToString[qtype], err)
-	}
-	return w.Msg
-}
-
-func testServer(zonal bool, svcs ...*Facts) *Server {
-	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "replies"}, []string{"outcome"})
-	srv := &Server{Plugin: "test", Zones: []string{"cluster.local."}, TTL: 5, Replies: replies.New(vec), Zonal: zonal}
-	e := NewEdit(1)
-	for _, s := range svcs {
-		e.Put(s)
-		e.AddPTRs(s)
-	}
-	srv.Publish(e.Done())
-	return srv
-}
-
-// lines are the records of a section as text, sorted (rotation aside).
-func lines(rrs []dns.RR) []string {
-	var out []string
-	for _, rr := range rrs {
-		out = append(out, strings.ReplaceAll(rr.String(), "\t", " "))
-	}
-	slices.Sort(out)
-	return out
-}
-
-func checkReply(t *testing.T, m *dns.Msg, rcode int, answer ...string) {
-	t.Helper()
-	if m.Rcode != rcode || !m.Authoritative {
-		t.Errorf("%s: rcode %s (aa %t), want %s", m.Question[0].Name, dns.RcodeToString[m.Rcode], m.Authoritative, dns.RcodeToString[rcode])
-	}
-	slices.Sort(answer)
-	if got := lines(m.Answer); !slices.Equal(got, answer) {
-		t.Errorf("%s %s: answer\n%s\nwant\n%s", m.Question[0].Name, dns.TypeToString[m.Question[0].Qtype], strings.Join(got, "\n"), strings.Join(answer, "\n"))
-	}
-	if len(m.Answer) == 0 && (len(m.Ns) != 1 || m.Ns[0].Header().Rrtype != dns.TypeSOA) {
-		t.Errorf("%s: negative answer without the SOA: %v", m.Question[0].Name, m.Ns)
-	}
-}
 
 // TestZonalNames: a pin selects the endpoints of the zone, prefer falls
 // back to all, other types are NODATA, virtual services and a server
@@ -121,54 +67,62 @@ func TestPreferredGroups(t *testing.T) {
 	}
 }
 
-// TestNameTargetsMatchSrvTargets: the SRV answer of a service name built
-// from the order kept with the facts equals the one built from scratch,
-// for random headless services (hostnames shared by several addresses,
-// dashed labels, IPv6, groups with suffixes, preferred groups).
-func TestNameTargetsMatchSrvTargets(t *testing.T) {
-	rnd := rand.New(rand.NewPCG(7, 8))
-	srv := testServer(false)
-	for run := range 300 {
-		groups := []Group{{}}
-		if rnd.IntN(2) == 0 {
-			groups = []Group{{Suffix: ".c1", Ports: []uint16{8080}}, {Suffix: ".c2", Preferred: rnd.IntN(2) == 0}, {Suffix: ""}}
+// TestAliasChains: an alias's CNAME comes first, then the next alias's or
+// the target's records, whether the last hop renders the CNAME into its
+// block (addresses) or the alias adds it (SRV, NODATA, a loop).
+func TestAliasChains(t *testing.T) {
+	eps := make([]EndpointFacts, 3)
+	for i := range eps {
+		eps[i] = NewEndpoint(netip.AddrFrom4([4]byte{10, 1, 0, byte(i + 1)}), "", 0, true)
+	}
+	srv := testServer(false,
+		NewHeadless("db.ns1", eps, []SRVPort{{Name: "pg", Proto: "tcp", Number: 5432}}, nil),
+		NewVirtual("web.ns1", []netip.Addr{netip.MustParseAddr("10.96.0.7")}, nil),
+		NewAlias("a1.ns1", "a2.ns1.svc.cluster.local."),
+		NewAlias("a2.ns1", "db.ns1.svc.cluster.local."),
+		NewAlias("w.ns1", "web.ns1.svc.cluster.local."),
+		NewAlias("loop.ns1", "loop.ns1.svc.cluster.local."),
+	)
+	const a1, a2 = "a1.ns1.svc.cluster.local. 5 IN CNAME a2.ns1.svc.cluster.local.", "a2.ns1.svc.cluster.local. 5 IN CNAME db.ns1.svc.cluster.local."
+	dbA := []string{"db.ns1.svc.cluster.local. 5 IN A 10.1.0.1", "db.ns1.svc.cluster.local. 5 IN A 10.1.0.2", "db.ns1.svc.cluster.local. 5 IN A 10.1.0.3"}
+	for _, tc := range []struct {
+		name    string
+		qtype   uint16
+		cnames  []string
+		records []string
+	}{
+		{"a2", dns.TypeA, []string{a2}, dbA},
+		{"a1", dns.TypeA, []string{a1, a2}, dbA},
+		{"a1", dns.TypeAAAA, []string{a1, a2}, nil},
+		{"a2", dns.TypeSRV, []string{a2}, []string{"_pg._tcp.db.ns1.svc.cluster.local. 5 IN SRV 0 33 5432 10-1-0-1.db.ns1.svc.cluster.local.",
+			"_pg._tcp.db.ns1.svc.cluster.local. 5 IN SRV 0 33 5432 10-1-0-2.db.ns1.svc.cluster.local.", "_pg._tcp.db.ns1.svc.cluster.local. 5 IN SRV 0 33 5432 10-1-0-3.db.ns1.svc.cluster.local."}},
+		{"w", dns.TypeA, []string{"w.ns1.svc.cluster.local. 5 IN CNAME web.ns1.svc.cluster.local."}, []string{"web.ns1.svc.cluster.local. 5 IN A 10.96.0.7"}},
+		{"w", dns.TypeANY, []string{"w.ns1.svc.cluster.local. 5 IN CNAME web.ns1.svc.cluster.local."}, []string{"web.ns1.svc.cluster.local. 5 IN A 10.96.0.7"}},
+	} {
+		r := new(dns.Msg)
+		r.SetQuestion(tc.name+".ns1.svc.cluster.local.", tc.qtype)
+		w := &keep{}
+		if _, err := srv.ServeDNS(context.Background(), w, r); err != nil {
+			t.Fatal(err)
 		}
-		var eps []EndpointFacts
-		for i := range 1 + rnd.IntN(12) {
-			var a netip.Addr
-			if rnd.IntN(3) == 0 {
-				a = netip.AddrFrom16([16]byte{0xfd, 15: byte(rnd.IntN(30))})
-			} else {
-				a = netip.AddrFrom4([4]byte{10, 0, 0, byte(rnd.IntN(30))})
+		got := w.msg.Answer
+		if len(got) != len(tc.cnames)+len(tc.records) {
+			t.Errorf("%s %s: %v", tc.name, dns.TypeToString[tc.qtype], got)
+			continue
+		}
+		for i, want := range tc.cnames {
+			if s := strings.ReplaceAll(got[i].String(), "\t", " "); s != want {
+				t.Errorf("%s %s: answer %d is %q, want %q", tc.name, dns.TypeToString[tc.qtype], i, s, want)
 			}
-			host := ""
-			switch rnd.IntN(4) {
-			case 0:
-				host = fmt.Sprintf("pet-%d", rnd.IntN(3))
-			case 1:
-				host = fmt.Sprintf("web-%d", i)
-			}
-			eps = append(eps, NewEndpoint(a, host, uint8(rnd.IntN(len(groups))), rnd.IntN(6) != 0))
 		}
-		svc := NewHeadless("db.ns1", eps, []SRVPort{{Name: "http", Proto: "tcp", Number: 80}, {Name: "pg", Proto: "tcp", Number: 5432}}, groups)
-		sel := svc.nameSelection()
-		if !svc.isNameSelection(sel) {
-			t.Fatalf("run %d: the name selection is not recognised", run)
+		if rest := lines(got[len(tc.cnames):]); strings.Join(rest, "\n") != strings.Join(tc.records, "\n") {
+			t.Errorf("%s %s: %q, want %q", tc.name, dns.TypeToString[tc.qtype], rest, tc.records)
 		}
-		general := selection{idx: make([]int, sel.len())}
-		for k := range sel.len() {
-			general.idx[k] = sel.at(k)
-		}
-		if svc.isNameSelection(general) && svc.preferred == nil {
-			t.Fatalf("run %d: a copy of the selection is taken for the name selection", run)
-		}
-		q := &Query{Qtype: dns.TypeSRV, Owner: "db.ns1.svc.cluster.local.", Lower: "db.ns1.svc.cluster.local."}
-		svc.turn.Store(0)
-		fast := srv.srvAnswer(q, svc, -1, q.Lower, sel, "")
-		svc.turn.Store(0)
-		slow := srv.srvAnswer(q, svc, -1, q.Lower, general, "")
-		if got, want := fmt.Sprint(fast.Answer, fast.Extra), fmt.Sprint(slow.Answer, slow.Extra); got != want {
-			t.Fatalf("run %d: from the kept order:\n%s\nfrom scratch:\n%s", run, got, want)
-		}
+	}
+	r := new(dns.Msg)
+	r.SetQuestion("loop.ns1.svc.cluster.local.", dns.TypeA)
+	w := &keep{}
+	if _, err := srv.ServeDNS(context.Background(), w, r); err != nil || len(w.msg.Answer) != maxAliasHops+1 {
+		t.Errorf("loop: %v, %d records, want %d", err, len(w.msg.Answer), maxAliasHops+1)
 	}
 }

@@ -59,7 +59,7 @@ type Name struct {
 func ParseName(rest string) Name { return parseName(rest) }
 
 // parse sets n to what rest names (ParseName). The name is parsed in a
-// frame of its own: lookup's holds only n, not the result too.
+// frame of its own: lookupService's holds only n, not the result too.
 //
 //go:noinline
 func (n *Name) parse(rest string) { *n = parseName(rest) }
