@@ -52,7 +52,8 @@ type DecodeStats struct {
 	Bytes int64
 }
 
-// NewDecoder returns a decoder that knows no state yet.
+// NewDecoder returns a decoder that knows no state yet (as does a zero
+// Decoder).
 func NewDecoder() *Decoder {
 	seed := maphash.MakeSeed()
 	return &Decoder{seed: seed, tasks: memo[Task]{seed: seed}, slaves: memo[Slave]{seed: seed}}
@@ -75,6 +76,10 @@ const maxKeptWindow = 1 << 20
 // same errors; an error of r's own (a body over its limit) is returned as
 // it is. A failed state leaves the decoder as the last good one left it.
 func (d *Decoder) Decode(r io.Reader) (*State, error) {
+	if d.seed == (maphash.Seed{}) && !d.fresh { // a zero Decoder
+		d.seed = maphash.MakeSeed()
+		d.tasks.seed, d.slaves.seed = d.seed, d.seed
+	}
 	s := newScanner(r, d.buf)
 	sr := &stateReader{s: s, d: d}
 	st, err := sr.body()
