@@ -1,39 +1,13 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/fixture"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"fmt"
-	"net"
 	"slices"
 	"testing"
-
-	"github.com/miekg/dns"
-
-	"github.com/schemadns/schemadns/test/dnsload"
 )
-
-// Every shape gets exactly its headless and ClusterIP counts, whatever the
-// spread.
-func TestShapeCounts(t *testing.T) {
-	for scale, shapes := range shapesAt {
-		for _, sh := range shapes {
-			f := &fixture{shape: sh}
-			headless := 0
-			for i := range sh.services() {
-				if f.isHeadless(i) {
-					headless++
-				}
-			}
-			if headless != sh.Headless {
-				t.Errorf("%s %s: %d headless services, want %d", scale, sh.Name, headless, sh.Headless)
-			}
-			if sh.Endpoints > maxSliceEndpoints {
-				t.Errorf("%s %s: %d endpoints do not fit one slice, which the churn rewrites", scale, sh.Name, sh.Endpoints)
-			}
-		}
-	}
-}
 
 func TestPickShapes(t *testing.T) {
 	got, mesos, err := pickShapes("default", "s4, M2, S2")
@@ -54,47 +28,6 @@ func TestPickShapes(t *testing.T) {
 	}
 }
 
-// reply is a NOERROR answer of the given addresses.
-func reply(addrs ...string) *dns.Msg {
-	m := new(dns.Msg)
-	for _, a := range addrs {
-		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: "x.", Rrtype: dns.TypeA, Class: dns.ClassINET}, A: net.ParseIP(a)})
-	}
-	return m
-}
-
-func TestJudge(t *testing.T) {
-	s := &churned{addrs: []uint32{dnsload.AddrNum(endpointBase), dnsload.AddrNum(endpointBase) + 1}}
-	s.states = map[uint64]int{dnsload.SetHash(s.addrs): 0}
-	s.addrs[0] = dnsload.AddrNum(churnBase)
-	s.states[dnsload.SetHash(s.addrs)] = 1
-	s.finalSeq = 1
-	cases := []struct {
-		name     string
-		msg      *dns.Msg
-		settling bool
-		want     verdict
-	}{
-		{"as loaded, any order", reply("10.64.0.1", "10.64.0.0"), false, matches},
-		{"after the update", reply("10.64.0.1", "10.128.0.0"), false, matches},
-		{"as loaded while settling", reply("10.64.0.0", "10.64.0.1"), true, behind},
-		{"last state while settling", reply("10.128.0.0", "10.64.0.1"), true, matches},
-		{"a mix never written", reply("10.64.0.0", "10.128.0.0"), false, wrong},
-		{"one address missing", reply("10.64.0.1"), false, wrong},
-		{"empty", reply(), false, wrong},
-	}
-	for _, c := range cases {
-		if got, _ := s.judge(c.msg, c.settling); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-	nx := reply()
-	nx.Rcode = dns.RcodeNameError
-	if got, _ := s.judge(nx, false); got != wrong {
-		t.Errorf("NXDOMAIN: %v, want wrong", got)
-	}
-}
-
 // TestThresholdGoals judges each run of S5 on its own targets: the heap
 // goal is 0.4× without the pod watch, 0.3× with it, and a relist counts
 // only when every resource listed again.
@@ -104,7 +37,7 @@ func TestThresholdGoals(t *testing.T) {
 		if relisted {
 			lists = 1
 		}
-		return &shapeResult{Shape: shape{Name: "S5"},
+		return &shapeResult{Shape: fixture.Shape{Name: "S5"},
 			Memory:      map[string]server.Memory{server.KeyOurs: {HeapInuse: heapA}, server.KeyStock: {HeapInuse: heapS}},
 			FirstAnswer: map[string][]float64{server.KeyOurs: {7}, server.KeyStock: {10}},
 			Run: &thresholdRun{Pods: pods, Relist: map[string]*relistResult{
@@ -136,9 +69,9 @@ func TestThresholdGoals(t *testing.T) {
 // TestMergeResults: a run of S5 alone keeps the earlier run's other
 // shapes, in order, and names them; a shape measured now replaces the old.
 func TestMergeResults(t *testing.T) {
-	old := &results{Shapes: []*shapeResult{{Shape: shape{Name: "S1"}}, {Shape: shape{Name: "S5"}, LoadSeconds: 1}},
+	old := &results{Shapes: []*shapeResult{{Shape: fixture.Shape{Name: "S1"}}, {Shape: fixture.Shape{Name: "S5"}, LoadSeconds: 1}},
 		Mesos: []*mesosResult{{Shape: mesosShape{Name: "M1"}}}, Mix: "old mix", Targets: map[string]string{"a": "old", "b": "old"}}
-	res := &results{Shapes: []*shapeResult{{Shape: shape{Name: "S5"}, LoadSeconds: 2}}, Targets: map[string]string{"a": "new"}}
+	res := &results{Shapes: []*shapeResult{{Shape: fixture.Shape{Name: "S5"}, LoadSeconds: 2}}, Targets: map[string]string{"a": "new"}}
 	kept := mergeResults(res, old)
 	if !slices.Equal(kept, []string{"S1", "M1"}) {
 		t.Errorf("kept %v, want S1 and M1", kept)
@@ -156,13 +89,13 @@ func TestMergeResults(t *testing.T) {
 // TestProvenance: the note names, for each earlier run, the shapes kept
 // from it, once each.
 func TestProvenance(t *testing.T) {
-	res := &results{Shapes: []*shapeResult{{Shape: shape{Name: "S1"}, From: "A"}, {Shape: shape{Name: "S2"}, From: "B"},
-		{Shape: shape{Name: "S5"}}, {Shape: shape{Name: "S5"}}}, Mesos: []*mesosResult{{Shape: mesosShape{Name: "M1"}, From: "A"}}}
+	res := &results{Shapes: []*shapeResult{{Shape: fixture.Shape{Name: "S1"}, From: "A"}, {Shape: fixture.Shape{Name: "S2"}, From: "B"},
+		{Shape: fixture.Shape{Name: "S5"}}, {Shape: fixture.Shape{Name: "S5"}}}, Mesos: []*mesosResult{{Shape: mesosShape{Name: "M1"}, From: "A"}}}
 	want := "S1, M1: from the run of A; S2: from the run of B; the other shapes from this run."
 	if got := provenance(res); got != want {
 		t.Errorf("provenance:\n%s\nwant\n%s", got, want)
 	}
-	if got := provenance(&results{Shapes: []*shapeResult{{Shape: shape{Name: "S5"}}}}); got != "" {
+	if got := provenance(&results{Shapes: []*shapeResult{{Shape: fixture.Shape{Name: "S5"}}}}); got != "" {
 		t.Errorf("provenance of a run with nothing kept: %q", got)
 	}
 }

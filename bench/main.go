@@ -20,6 +20,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/churn"
+	"github.com/schemadns/schemadns/bench/internal/fixture"
 	"github.com/schemadns/schemadns/bench/internal/perf"
 
 	"context"
@@ -37,7 +39,7 @@ import (
 // config is the command line.
 type config struct {
 	toolflags.Common
-	shapes      []shape
+	shapes      []fixture.Shape
 	mesos       []mesosShape
 	starts      int
 	qps, tcpQPS int
@@ -49,7 +51,7 @@ type config struct {
 	profile      string
 	rewrite      bool
 	keepOthers   bool
-	churn        churnConfig
+	churn        churn.Config
 	mesosOpts    mesosConfig
 	// s5Writers are the threshold shape's loader's requests in flight.
 	s5Writers int
@@ -89,10 +91,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.ClientCPU, "client-cpu", 0, "CPU dnsperf is pinned to")
 	fs.BoolVar(&cfg.Pin, "pin", true, "pin servers and dnsperf with taskset")
 	fs.BoolVar(&cfg.multicluster, "multicluster", true, "also compare kubeschema+multicluster with stock+multicluster on the clusterset mix (S3)")
-	fs.IntVar(&cfg.churn.rate, "churn-rate", 1000, "EndpointSlice updates per second offered during the churn")
-	fs.DurationVar(&cfg.churn.duration, "churn-duration", time.Minute, "length of the churn, per shape")
-	fs.IntVar(&cfg.churn.writers, "churn-writers", 64, "concurrent writers of the churn (client-go, no client-side rate limit)")
-	fs.IntVar(&cfg.churn.checkRate, "check-rate", 2000, "queries/s the checker sends to each server during the churn")
+	fs.IntVar(&cfg.churn.Rate, "churn-rate", 1000, "EndpointSlice updates per second offered during the churn")
+	fs.DurationVar(&cfg.churn.Duration, "churn-duration", time.Minute, "length of the churn, per shape")
+	fs.IntVar(&cfg.churn.Writers, "churn-writers", 64, "concurrent writers of the churn (client-go, no client-side rate limit)")
+	fs.IntVar(&cfg.churn.CheckRate, "check-rate", 2000, "queries/s the checker sends to each server during the churn")
 	fs.IntVar(&cfg.s5Writers, "s5-writers", 256, "S5: requests in flight of its loader (clustershape.Load); the admin user is exempt from "+
 		"the API server's priority and fairness limits, and more writers than its CPUs can serve only queue there")
 	fs.IntVar(&cfg.mesosOpts.changes, "mesos-changes", 20, "Mesos shapes: state changes timed from the poll that carries them to the first answer that shows them, for each kind of change")
@@ -124,9 +126,9 @@ func (cfg *config) finish(shapes string) error {
 	switch {
 	case cfg.Rounds < 1 || cfg.starts < 1:
 		return errors.New("-rounds and -starts must be at least 1")
-	case cfg.churn.writers < 1 || cfg.s5Writers < 1:
+	case cfg.churn.Writers < 1 || cfg.s5Writers < 1:
 		return errors.New("-churn-writers and -s5-writers must be at least 1")
-	case cfg.churn.rate < 1 || cfg.churn.checkRate < 1 || cfg.churn.duration <= 0:
+	case cfg.churn.Rate < 1 || cfg.churn.CheckRate < 1 || cfg.churn.Duration <= 0:
 		return errors.New("-churn-rate, -check-rate and -churn-duration must be positive")
 	case cfg.mesosOpts.changes < 1 || cfg.mesosOpts.polls < 1:
 		return errors.New("-mesos-changes and -mesos-polls must be at least 1")

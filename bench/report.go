@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/churn"
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
@@ -146,7 +147,7 @@ func writeShapes(b *toolreport.Doc, res *results) {
 			threshold, title = true, sh.Title+", pods "+sr.Run.Pods
 			load += fmt.Sprintf(" (%d writers)", sr.Run.Writers)
 		}
-		t.Row(sr.label(), title, sh.describe(), load)
+		t.Row(sr.label(), title, sh.Describe(), load)
 	}
 	b.Table(t)
 	b.Para("Each shape has its own etcd and kube-apiserver, loaded before any DNS server starts. On S1–S4 every " +
@@ -229,7 +230,7 @@ func writeChurn(b *toolreport.Doc, res *results) {
 			toolreport.MiB(c.After[server.KeyOurs].RSS), toolreport.MiB(c.After[server.KeyStock].RSS),
 			fmt.Sprintf("%d / %d", a.Answers, s.Answers), fmt.Sprintf("**%d** / %d", a.Wrong, s.Wrong),
 			fmt.Sprintf("%d / %d", a.StaleAtEnd, s.StaleAtEnd), fmt.Sprintf("%d / %d", a.Errors, s.Errors),
-			fmt.Sprintf("%s / %s", perUpdate(c, server.KeyOurs), perUpdate(c, server.KeyStock)))
+			fmt.Sprintf("%s / %s", c.PerUpdate(server.KeyOurs), c.PerUpdate(server.KeyStock)))
 		for _, k := range []string{server.KeyOurs, server.KeyStock} {
 			for _, ex := range c.Check[k].Examples {
 				examples = append(examples, fmt.Sprintf("%s, %s: %s", sr.label(), k, ex))
@@ -258,7 +259,7 @@ func writeChurn(b *toolreport.Doc, res *results) {
 		"*Peak RSS* is the peak from the start of the churn to the end of that settling; *RSS after churn* is "+
 		"read after a forced GC. *Server CPU per update* is the server's utime+stime over the same span (the "+
 		"checker's queries included) divided by the updates written.",
-		ch.Duration, ch.Writers, ch.Rate, ch.CheckRate, settleTimeout)
+		ch.Duration, ch.Writers, ch.Rate, ch.CheckRate, churn.SettleTimeout)
 }
 
 // writeWindows writes the measuring windows that follow the checked churn:
@@ -276,11 +277,11 @@ func writeWindows(b *toolreport.Doc, res *results) {
 		n, q := c.Net, c.Quiet
 		t.Row(sr.label(),
 			fmt.Sprintf("%d in %.1fs (%d failed)", n.Updates, n.Seconds, n.Failed),
-			toolreport.Bold(windowPerUpdate(n, server.KeyOurs)), windowPerUpdate(n, server.KeyStock),
+			toolreport.Bold(n.PerUpdate(server.KeyOurs)), n.PerUpdate(server.KeyStock),
 			toolreport.Ratio(n.CPU[server.KeyOurs], n.CPU[server.KeyStock]),
 			fmt.Sprintf("%d / %d", n.Stale[server.KeyOurs], n.Stale[server.KeyStock]),
 			fmt.Sprintf("%d in %.1fs (%d failed)", q.Updates, q.Seconds, q.Failed),
-			skippedText(q), toolreport.Bold(windowPerUpdate(q, server.KeyOurs)), windowPerUpdate(q, server.KeyStock),
+			q.SkippedText(), toolreport.Bold(q.PerUpdate(server.KeyOurs)), q.PerUpdate(server.KeyStock),
 			toolreport.Ratio(q.CPU[server.KeyOurs], q.CPU[server.KeyStock]))
 	}
 	if t.Len() == 0 {
@@ -297,39 +298,14 @@ func writeWindows(b *toolreport.Doc, res *results) {
 		"enough. *Skipped by kubeschema* is the growth of "+
 		"`coredns_watchcache_updates_skipped_total{resource=\"endpointslices\"}` over the window: updates that "+
 		"sent no event, so no rebuild, no snapshot and no serial change. Stock skips such updates too (its "+
-		"`endpointsEquivalent`), with no counter to show it.", settleTimeout)
-}
-
-// windowPerUpdate is a server's CPU over a window per update written, µs.
-func windowPerUpdate(w *windowResult, key string) string {
-	if w.Updates == 0 || w.CPU[key] <= 0 {
-		return toolreport.Dash
-	}
-	return fmt.Sprintf("%.0f", w.CPU[key]/float64(w.Updates)*1e6)
-}
-
-// skippedText is how many of a window's updates ours skipped.
-func skippedText(w *windowResult) string {
-	n, ok := w.Skipped[server.KeyOurs]
-	if !ok {
-		return toolreport.Dash
-	}
-	return fmt.Sprintf("%d of %d", n, w.Updates)
-}
-
-// perUpdate is a server's CPU time over the churn per update written, µs.
-func perUpdate(c *churnResult, key string) string {
-	if c.Updates == 0 || c.CPU[key] == 0 {
-		return toolreport.Dash
-	}
-	return fmt.Sprintf("%.0f", c.CPU[key]/float64(c.Updates)*1e6)
+		"`endpointsEquivalent`), with no counter to show it.", churn.SettleTimeout)
 }
 
 // writePerf writes the tests of the default fixture.
 func writePerf(b *toolreport.Doc, res *results, sr *shapeResult) {
 	p := sr.Perf
 	b.Heading(2, "%s %s: CPU per query, TCP, programming latency", sr.Shape.Name, sr.Shape.Title)
-	b.Para("%s.", sr.Shape.describe())
+	b.Para("%s.", sr.Shape.Describe())
 	perfTable(b, p, perf.TestMixed, fmt.Sprintf("Cluster mix over UDP at %d queries/s", p.Rates[perf.TestMixed]),
 		versus{"floor", server.KeyFloor}, versus{"stock", server.KeyStock})
 	big := sr.Shape.BigHeadless[len(sr.Shape.BigHeadless)-1]

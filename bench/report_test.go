@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/churn"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"encoding/json"
@@ -27,7 +28,7 @@ func TestReportGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Note, res.Errors = "measured while another build ran", []string{"S4: the churn's checker lost its socket"}
-	res.Shapes[0].Churn.Check[server.KeyOurs] = checkResult{Answers: 4, Wrong: 1, Examples: []string{"headless-7: 10.128.0.9"}}
+	res.Shapes[0].Churn.Check[server.KeyOurs] = churn.Check{Answers: 4, Wrong: 1, Examples: []string{"headless-7: 10.128.0.9"}}
 	if err := toolreport.CheckGolden("testdata/benchmarks.md", markdown(&res), *update); err != nil {
 		t.Error(err)
 	}

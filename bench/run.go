@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/churn"
+	"github.com/schemadns/schemadns/bench/internal/fixture"
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/bench/internal/server"
@@ -55,7 +57,7 @@ type churnSettings struct {
 
 // shapeResult are the figures of one shape.
 type shapeResult struct {
-	Shape       shape
+	Shape       fixture.Shape
 	LoadSeconds float64
 	Memory      map[string]server.Memory // by target: after sync and a forced GC
 	// FirstAnswer is by target the seconds from a process's start to the
@@ -65,7 +67,7 @@ type shapeResult struct {
 	// Together is the same, for ours and stock started at the same moment
 	// against the one API server, unpinned, -starts times.
 	Together map[string][]float64
-	Churn    *churnResult
+	Churn    *churn.Result
 	Perf     *perf.Figures // the CPU, TCP and latency tests (the default fixture only)
 	// Run is what a run of the threshold shape (S5) measures besides.
 	Run *thresholdRun `json:",omitempty"`
@@ -120,7 +122,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		bin string
 		err error
 	}
-	if slices.ContainsFunc(cfg.shapes, func(s shape) bool { return s.Perf }) {
+	if slices.ContainsFunc(cfg.shapes, func(s fixture.Shape) bool { return s.Perf }) {
 		// Built while the first shape loads; a build still running when
 		// the run ends is stopped.
 		buildCtx, stopBuild := context.WithCancel(ctx)
@@ -210,7 +212,7 @@ func newResults(cfg *config, args []string) *results {
 		Started: time.Now(), Command: "cd bench && go run . " + toolflags.ShellJoin(args), Note: cfg.Note, Scale: cfg.Scale,
 		Machine: readMachine(cfg.CoreDNS), Rounds: cfg.Rounds, Duration: cfg.Duration.String(), SatDuration: cfg.SatDuration.String(),
 		Changes: cfg.changes, Benchtime: cfg.Benchtime, Pinning: pinning, Commands: map[string]string{},
-		Churn:   churnSettings{Rate: cfg.churn.rate, Writers: cfg.churn.writers, CheckRate: cfg.churn.checkRate, Duration: cfg.churn.duration.String()},
+		Churn:   churnSettings{Rate: cfg.churn.Rate, Writers: cfg.churn.Writers, CheckRate: cfg.churn.CheckRate, Duration: cfg.churn.Duration.String()},
 		Targets: map[string]string{},
 	}
 }
@@ -221,8 +223,8 @@ type shapeRun struct {
 	*env
 	sr      *shapeResult
 	cluster *kubeapi.Cluster
-	fix     *fixture                  // the fixture's objects (S1–S4)
-	changes *changer                  // the programming-latency services (Perf shapes)
+	fix     *fixture.Fixture          // the fixture's objects (S1–S4)
+	changes *fixture.Changer          // the programming-latency services (Perf shapes)
 	servers map[string]*server.Server // running, by target
 	files   queryFiles
 	// ours and stock are the pair measured: with pods verified on S1–S4,
@@ -237,16 +239,16 @@ type shapeRun struct {
 	// churner rewrites the slices; made on the first churn, and shared by
 	// the threshold shape's runs (each goes on from the state the last
 	// one left in the API).
-	churner *churn
+	churner *churn.Churn
 }
 
 // measureShape starts an API server of its own for the shape, loads it,
 // starts the targets one after the other (each timed to its first complete
 // answer and its memory read), runs the default fixture's tests when the
 // shape has them, then the churn, and stops everything.
-func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) {
+func (e *env) measureShape(ctx context.Context, sh fixture.Shape) (*shapeResult, error) {
 	sr := &shapeResult{Shape: sh, Memory: map[string]server.Memory{}, FirstAnswer: map[string][]float64{}, Together: map[string][]float64{}}
-	logf("%s %s: %s", sh.Name, sh.Title, sh.describe())
+	logf("%s %s: %s", sh.Name, sh.Title, sh.Describe())
 	logFile, err := os.Create(filepath.Join(e.work, sh.Name+"-kubeapi.log"))
 	if err != nil {
 		return sr, err
@@ -259,15 +261,15 @@ func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) 
 	defer c.Stop()
 	r := &shapeRun{env: e, sr: sr, cluster: c, servers: map[string]*server.Server{}, ours: server.TargetOurs, stock: server.TargetStock, tag: sh.Name}
 	defer r.stop()
-	if r.fix, err = newFixture(e.cfg, sh, c); err != nil {
+	if r.fix, err = fixture.New(e.cfg.Loaders, sh, c); err != nil {
 		return sr, err
 	}
 	start := time.Now()
-	if err := r.fix.load(ctx); err != nil {
+	if err := r.fix.Load(ctx); err != nil {
 		return sr, fmt.Errorf("load: %w", err)
 	}
 	if sh.Perf {
-		if r.changes, err = r.fix.setupLatency(ctx); err != nil {
+		if r.changes, err = r.fix.SetupLatency(ctx); err != nil {
 			return sr, fmt.Errorf("latency services: %w", err)
 		}
 	}
@@ -305,7 +307,7 @@ func (e *env) measureShape(ctx context.Context, sh shape) (*shapeResult, error) 
 // targets are the servers started for a shape, in start and round order:
 // ours and stock everywhere; the floor and the multicluster pair on the
 // default fixture.
-func (e *env) targets(sh shape) []server.Target {
+func (e *env) targets(sh fixture.Shape) []server.Target {
 	ts := []server.Target{server.TargetOurs, server.TargetStock}
 	if sh.Perf {
 		ts = append(ts, server.TargetFloor)
@@ -393,7 +395,7 @@ func (r *shapeRun) launchWith(ctx context.Context, cfg *config, t server.Target)
 		probes = r.clusterSentinels()
 	}
 	if t.MC {
-		probes = append(probes, r.mcSentinels()...)
+		probes = append(probes, r.fix.MulticlusterSentinels()...)
 	}
 	return s, s.WaitSynced(ctx, probes, 10*time.Minute)
 }
@@ -430,11 +432,11 @@ func (r *shapeRun) churn(ctx context.Context) error {
 	cc := r.cfg.churn
 	ours, stock := r.servers[server.KeyOurs], r.servers[server.KeyStock]
 	if r.churner == nil {
-		r.churner = newChurn(cc, r.fix.cs, fixtureChurned(r.fix))
+		r.churner = r.fix.NewChurn(cc)
 	}
 	ch := r.churner
 	logf("churn: %d updates/s offered for %s by %d writers over %d services; checking %d headless names at %d q/s per server",
-		cc.rate, cc.duration, cc.writers, len(ch.services), len(ch.checked), cc.checkRate)
+		cc.Rate, cc.Duration, cc.Writers, ch.Services(), ch.Checked(), cc.CheckRate)
 	if r.cfg.Pin { // each server may take a CPU of its own: neither waits for the other's work
 		for _, s := range []*server.Server{ours, stock} {
 			if err := s.Unpin(); err != nil {
@@ -442,7 +444,7 @@ func (r *shapeRun) churn(ctx context.Context) error {
 			}
 		}
 	}
-	res, err := ch.run(ctx, []*server.Server{ours, stock})
+	res, err := ch.Run(ctx, []*server.Server{ours, stock})
 	r.sr.Churn = res
 	if err != nil {
 		return err
@@ -455,13 +457,13 @@ func (r *shapeRun) churn(ctx context.Context) error {
 	}
 	for _, w := range []struct {
 		name string
-		w    *windowResult
+		w    *churn.Window
 	}{{"address changes, no checker", res.Net}, {"annotation only, no checker", res.Quiet}} {
 		if w.w == nil {
 			continue
 		}
 		logf("  window, %s: %d updates in %.1fs; CPU µs per update: kubeschema %s, stock %s; skipped by kubeschema: %s",
-			w.name, w.w.Updates, w.w.Seconds, windowPerUpdate(w.w, server.KeyOurs), windowPerUpdate(w.w, server.KeyStock), skippedText(w.w))
+			w.name, w.w.Updates, w.w.Seconds, w.w.PerUpdate(server.KeyOurs), w.w.PerUpdate(server.KeyStock), w.w.SkippedText())
 	}
 	return nil
 }
@@ -496,57 +498,26 @@ func (r *shapeRun) perf(ctx context.Context) error {
 func (r *shapeRun) writeFiles() error {
 	p := func(name string) string { return filepath.Join(r.work, r.tag+"-"+name) }
 	r.files = queryFiles{mix: p("mix.txt"), mc: p("multicluster.txt"), cases: p("cases.txt")}
-	mix := r.fix.clusterMix()
+	mix := r.fix.ClusterMix()
 	r.res.Mix = querymix.Describe(mix)
-	big := r.fix.big[len(r.fix.big)-1]
+	big := r.fix.Largest()
 	bigQ := querymix.Query{Kind: fmt.Sprintf("%s A over TCP", big.Name), Name: big.Name + "." + big.NS + ".svc.cluster.local.", Qtype: dns.TypeA, Expect: "answer", TCP: true}
 	cases := append(querymix.Samples(mix), bigQ)
 	errs := []error{querymix.WriteQueries(r.files.mix, querymix.Generate(mix, querymix.Lines)), querymix.WriteCases(r.files.cases, cases)}
-	if len(r.fix.imports) > 0 {
-		mcMix := r.fix.multiclusterMix()
+	if r.fix.Imports() > 0 {
+		mcMix := r.fix.MulticlusterMix()
 		r.res.MCMix = querymix.Describe(mcMix)
 		errs = append(errs, querymix.WriteQueries(r.files.mc, querymix.Generate(mcMix, querymix.Lines)))
 	}
 	return errors.Join(errs...)
 }
 
-// clusterSentinels are the probes of a complete answer: the services of
-// each kind numbered last (a headless one with all its endpoints), the
-// largest headless service whole, the pod loaded last, and the latency
-// services.
+// clusterSentinels are the fixture's probes of a complete answer, and the
+// latency services.
 func (r *shapeRun) clusterSentinels() []server.Sentinel {
-	f, sh := r.fix, r.sr.Shape
-	name := func(s querymix.Service) string { return s.Name + "." + s.NS + ".svc.cluster.local." }
-	var out []server.Sentinel
-	if cips := querymix.Sorted(f.clusterIPs); len(cips) > 0 {
-		out = append(out, server.Sentinel{Name: name(cips[len(cips)-1]), Qtype: dns.TypeA, Min: 1})
-	}
-	if hls := querymix.Sorted(f.headless); len(hls) > 0 {
-		out = append(out, server.Sentinel{Name: name(hls[len(hls)-1]), Qtype: dns.TypeA, Min: sh.Endpoints, TCP: sh.Endpoints > 20})
-	}
-	if len(f.big) > 0 {
-		out = append(out, server.Sentinel{Name: name(f.big[len(f.big)-1]), Qtype: dns.TypeA, TCP: true, Min: sh.BigHeadless[len(sh.BigHeadless)-1]})
-	}
-	if sh.Pods > 0 {
-		out = append(out, server.Sentinel{Name: f.podName(sh.Pods - 1), Qtype: dns.TypeA, Min: 1})
-	}
+	out := r.fix.Sentinels()
 	if r.changes != nil {
-		out = append(out, r.changes.sentinels()...)
-	}
-	return out
-}
-
-// mcSentinels are the imports loaded last, of each type.
-func (r *shapeRun) mcSentinels() []server.Sentinel {
-	var out []server.Sentinel
-	seen := map[bool]bool{}
-	imps := querymix.Sorted(r.fix.imports)
-	for i := len(imps) - 1; i >= 0 && len(seen) < 2; i-- {
-		headless := imps[i].IP == ""
-		if !seen[headless] {
-			seen[headless] = true
-			out = append(out, server.Sentinel{Name: imps[i].Name + "." + imps[i].NS + ".svc.clusterset.local.", Qtype: dns.TypeA, Min: 1})
-		}
+		out = append(out, r.changes.Sentinels()...)
 	}
 	return out
 }
@@ -562,10 +533,10 @@ func (r *shapeRun) plans(ctx context.Context) ([]perf.Plan, error) {
 		}
 		return out
 	}
-	cfg, f, p := r.cfg, r.fix, r.sr.Perf
+	cfg, sh, p := r.cfg, r.sr.Shape, r.sr.Perf
 	mixed := perf.Spec{File: r.files.mix, Duration: cfg.Duration, Clients: 4, Outstanding: 100, Verbose: true}
-	big := f.big[len(f.big)-1]
-	tcp := perf.Spec{TCP: true, TCPName: big.Name + "." + big.NS + ".svc.cluster.local.", TCPMin: f.shape.BigHeadless[len(f.shape.BigHeadless)-1],
+	big := r.fix.Largest()
+	tcp := perf.Spec{TCP: true, TCPName: big.Name + "." + big.NS + ".svc.cluster.local.", TCPMin: sh.BigHeadless[len(sh.BigHeadless)-1],
 		Duration: cfg.Duration, Clients: 4}
 	mc := perf.Spec{File: r.files.mc, Duration: cfg.Duration, Clients: 4, Outstanding: 100, Verbose: true}
 	sat := perf.Spec{File: r.files.mix, Duration: cfg.SatDuration, Clients: 8, Outstanding: 500}

@@ -123,7 +123,7 @@ func writeThresholds(b *toolreport.Doc, res *results) {
 	b.Heading(2, "%s %s", sh.Name, sh.Title)
 	b.Para("%s. Loaded once (%.0f s, %d requests in flight), measured twice on the same API server: "+
 		"both plugins with `pods disabled`, then both with `pods verified`. Memory, start-up and churn of each run "+
-		"are in the tables above, under their own rows.", sh.describe(), runs[0].LoadSeconds, runs[0].Run.Writers)
+		"are in the tables above, under their own rows.", sh.Describe(), runs[0].LoadSeconds, runs[0].Run.Writers)
 	for _, sr := range runs {
 		writeThresholdRun(b, sr)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/churn"
+	"github.com/schemadns/schemadns/bench/internal/fixture"
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/bench/internal/server"
@@ -18,7 +20,6 @@ import (
 
 	"github.com/schemadns/schemadns/test/clustershape"
 	"github.com/schemadns/schemadns/test/kubeapi"
-	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // The threshold shape (S5): Kubernetes' scalability thresholds as
@@ -77,34 +78,19 @@ type thresholdData struct {
 	clusterIPs, v4only, headless []querymix.Service
 	// endpoints is each headless service's IPv4 endpoints, by name.
 	endpoints map[string]int
-	lastPod   string // the DNS name of the pod loaded last
-	churner   *churn // shared by the runs: each goes on from the state the last left
-}
-
-// describeCluster is a threshold shape's objects in one line.
-func describeCluster(s clustershape.Shape) string {
-	l, err := s.Layout()
-	if err != nil {
-		return err.Error()
-	}
-	c, th := l.Counts(), toolreport.Thousands
-	return fmt.Sprintf("%s services in %d namespaces, %s in the first (%s ClusterIP, %s headless, %s ExternalName; %s dual-stack); "+
-		"%s with %d endpoints, the others %d to %d (%s endpoints in %s EndpointSlices, dual-stack ones counted per family); "+
-		"%s pods, %s a namespace, none scheduled",
-		th(c.Services), c.Namespaces, th(s.MaxServicesPerNamespace), th(c.ClusterIP), th(c.Headless), th(c.ExternalName),
-		th(c.DualStack), th(c.Large), s.LargeEndpoints, s.MinEndpoints, s.MaxEndpoints, th(c.Endpoints), th(c.Slices),
-		th(c.Pods), th(s.PodsPerNamespace))
+	lastPod   string       // the DNS name of the pod loaded last
+	churner   *churn.Churn // shared by the runs: each goes on from the state the last left
 }
 
 // measureThresholds starts the threshold shape's API server (with an audit
 // log of lists and watches, which shows stock's relists), loads the shape
 // once and measures each run on it; it returns the runs measured.
-func (e *env) measureThresholds(ctx context.Context, sh shape) ([]*shapeResult, error) {
+func (e *env) measureThresholds(ctx context.Context, sh fixture.Shape) ([]*shapeResult, error) {
 	l, err := sh.Cluster.Layout()
 	if err != nil {
 		return nil, err
 	}
-	logf("%s %s: %s", sh.Name, sh.Title, sh.describe())
+	logf("%s %s: %s", sh.Name, sh.Title, sh.Describe())
 	logFile, err := os.Create(filepath.Join(e.work, sh.Name+"-kubeapi.log"))
 	if err != nil {
 		return nil, err
@@ -197,7 +183,7 @@ func (e *env) thresholdRun(ctx context.Context, sr *shapeResult, c *kubeapi.Clus
 // newThresholdData reads back what the API server allocated (the services'
 // cluster IPs) and makes the runs' probes, mix and churned services.
 func newThresholdData(ctx context.Context, cfg *config, c *kubeapi.Cluster, l *clustershape.Layout) (*thresholdData, error) {
-	cs, err := writerClient(c)
+	cs, err := fixture.WriterClient(c)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +197,7 @@ func newThresholdData(ctx context.Context, cfg *config, c *kubeapi.Cluster, l *c
 		ips[svc.Namespace+"/"+svc.Name] = svc.Spec.ClusterIPs
 	}
 	d := &thresholdData{layout: l, endpoints: map[string]int{}}
-	var churned []*churned
+	var churned []*churn.Service
 	for i := range l.Counts().Services {
 		svc := l.Service(i)
 		if svc.Spec.Type == corev1.ServiceTypeExternalName {
@@ -242,7 +228,7 @@ func newThresholdData(ctx context.Context, cfg *config, c *kubeapi.Cluster, l *c
 			}
 		}
 		if n > 0 {
-			churned = append(churned, newChurned(svc.Namespace, svc.Name, v4, isHeadless))
+			churned = append(churned, churn.NewService(svc.Namespace, svc.Name, v4, isHeadless))
 		}
 	}
 	if len(d.clusterIPs) == 0 || len(d.v4only) == 0 || len(d.headless) == 0 {
@@ -250,9 +236,9 @@ func newThresholdData(ctx context.Context, cfg *config, c *kubeapi.Cluster, l *c
 	}
 	if n := l.Counts().Pods; n > 0 {
 		p := l.Pod(n - 1)
-		d.lastPod = dashed(p.Status.PodIP) + "." + p.Namespace + ".pod.cluster.local."
+		d.lastPod = fixture.Dashed(p.Status.PodIP) + "." + p.Namespace + ".pod.cluster.local."
 	}
-	d.churner = newChurn(cfg.churn, cs, churned)
+	d.churner = churn.New(cfg.churn, cs, churned)
 	return d, nil
 }
 

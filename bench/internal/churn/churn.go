@@ -1,4 +1,7 @@
-package main
+// Package churn rewrites EndpointSlices under running servers at a fixed
+// rate while it checks their answers, and measures their memory and CPU
+// over it.
+package churn
 
 import (
 	"github.com/schemadns/schemadns/bench/internal/server"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/schemadns/schemadns/test/dnsload"
 	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // The churn: many client-go writers rewrite the EndpointSlices of the
@@ -27,24 +31,28 @@ import (
 // states written for that name. Meanwhile the servers' RSS is watched; the
 // figure is its peak.
 
-// churnConfig is the churn's part of the command line.
-type churnConfig struct {
-	rate      int           // updates/s offered
-	duration  time.Duration // of the writing
-	writers   int           // concurrent writers
-	checkRate int           // queries/s to each server
+// Config is the churn's part of the command line.
+type Config struct {
+	Rate      int           // updates/s offered
+	Duration  time.Duration // of the writing
+	Writers   int           // concurrent writers
+	CheckRate int           // queries/s to each server
 }
+
+// churnBase is where the addresses the churn writes begin, a /10 of their
+// own in the fixture's address plan (bench/internal/fixture).
+var churnBase = netip.MustParseAddr("10.128.0.0")
 
 // checkersPerServer are the checker's goroutines per server, each with its
 // own UDP socket.
 const checkersPerServer = 4
 
-// settleTimeout bounds the wait, after the writing, for every checked name
+// SettleTimeout bounds the wait, after the writing, for every checked name
 // to show its last state.
-const settleTimeout = 30 * time.Second
+const SettleTimeout = 30 * time.Second
 
-// churnResult is what one churn measured.
-type churnResult struct {
+// Result is what one churn measured.
+type Result struct {
 	Offered  int     // updates/s asked for
 	Seconds  float64 // length of the writing
 	Writers  int
@@ -53,7 +61,7 @@ type churnResult struct {
 	Updates  int // updates the API server accepted
 	Failed   int // updates it refused or that timed out
 	Rate     float64
-	Check    map[string]checkResult // by target
+	Check    map[string]Check // by target
 	// Memory by target: PeakRSS is the peak during the churn and the
 	// settling after it; After is read once every name showed its last
 	// state, after a forced GC.
@@ -67,12 +75,12 @@ type churnResult struct {
 	// Net and Quiet are the measuring windows after the checked churn,
 	// with no checker running: Net writes the same address changes, Quiet
 	// changes only an annotation of each slice (nothing DNS reads).
-	Net, Quiet *windowResult
+	Net, Quiet *Window
 }
 
-// windowResult is one measuring window: updates written with no queries
+// Window is one measuring window: updates written with no queries
 // but the settling's, and each server's CPU over it.
-type windowResult struct {
+type Window struct {
 	Seconds float64
 	Updates int
 	Failed  int
@@ -89,8 +97,8 @@ type windowResult struct {
 	Skipped map[string]int
 }
 
-// checkResult is the checker's count for one server.
-type checkResult struct {
+// Check is the checker's count for one server.
+type Check struct {
 	Answers   int // answers compared with the states written
 	Wrong     int // answers that match no state written for the name
 	Truncated int // UDP answers with TC set, asked again over TCP
@@ -101,10 +109,10 @@ type checkResult struct {
 	Examples   []string // the first wrong answers
 }
 
-// churned is one service whose slices the churn rewrites. Its addresses
+// Service is one service whose slices the churn rewrites. Its addresses
 // and sequence are the one writer's that owns it; its states are shared
 // with the checker.
-type churned struct {
+type Service struct {
 	ns, name string
 	// slices are the service's IPv4 EndpointSlices as loaded: templates,
 	// copied with the addresses of addrs for each write. An update writes
@@ -119,10 +127,10 @@ type churned struct {
 	finalSeq int            // after the writing: the state every answer must reach
 }
 
-// newChurned is a service with the given IPv4 slices as loaded; its
+// NewService is a service with the given IPv4 slices as loaded; its
 // answers are checked when checked (a headless service).
-func newChurned(ns, name string, slices []*discoveryv1.EndpointSlice, checked bool) *churned {
-	s := &churned{ns: ns, name: name, slices: slices}
+func NewService(ns, name string, slices []*discoveryv1.EndpointSlice, checked bool) *Service {
+	s := &Service{ns: ns, name: name, slices: slices}
 	for _, sl := range slices {
 		for _, ep := range sl.Endpoints {
 			s.addrs = append(s.addrs, dnsload.AddrNum(netip.MustParseAddr(ep.Addresses[0])))
@@ -136,7 +144,7 @@ func newChurned(ns, name string, slices []*discoveryv1.EndpointSlice, checked bo
 
 // written is slice k of s as it is written now: the template with the
 // current addresses.
-func (s *churned) written(k int) *discoveryv1.EndpointSlice {
+func (s *Service) written(k int) *discoveryv1.EndpointSlice {
 	from := 0
 	for _, sl := range s.slices[:k] {
 		from += len(sl.Endpoints)
@@ -149,7 +157,7 @@ func (s *churned) written(k int) *discoveryv1.EndpointSlice {
 }
 
 // sliceOf is the slice that holds endpoint j.
-func (s *churned) sliceOf(j int) int {
+func (s *Service) sliceOf(j int) int {
 	for k, sl := range s.slices {
 		if j < len(sl.Endpoints) {
 			return k
@@ -159,21 +167,21 @@ func (s *churned) sliceOf(j int) int {
 	return len(s.slices) - 1
 }
 
-// churn is one churn run, or several in turn on the same services (the
+// Churn is one churn run, or several in turn on the same services (the
 // threshold shape's runs, which go on from the state the last one left).
-type churn struct {
-	cfg      churnConfig
+type Churn struct {
+	cfg      Config
 	cs       kubernetes.Interface
-	services []*churned
-	checked  []*churned // the headless ones
+	services []*Service
+	checked  []*Service // the headless ones
 	next     atomic.Uint32
 	updates  atomic.Int64
 	failed   atomic.Int64
 }
 
-// newChurn churns services through cs.
-func newChurn(cfg churnConfig, cs kubernetes.Interface, services []*churned) *churn {
-	c := &churn{cfg: cfg, cs: cs, services: services}
+// New churns services through cs.
+func New(cfg Config, cs kubernetes.Interface, services []*Service) *Churn {
+	c := &Churn{cfg: cfg, cs: cs, services: services}
 	for _, s := range services {
 		if s.states != nil {
 			c.checked = append(c.checked, s)
@@ -182,34 +190,19 @@ func newChurn(cfg churnConfig, cs kubernetes.Interface, services []*churned) *ch
 	return c
 }
 
-// fixtureChurned are the fixture's services with their slices as loaded;
-// each starts in the state the loader wrote (sequence 0).
-func fixtureChurned(f *fixture) []*churned {
-	var out []*churned
-	e := f.shape.Endpoints
-	for i := range f.shape.services() {
-		ns, name := f.namespace(i), f.serviceName(i)
-		addrs := make([]string, e)
-		var hosts []string
-		for j := range e {
-			addrs[j] = endpointAddr(i*e + j)
-			if f.isHeadless(i) {
-				hosts = append(hosts, fmt.Sprintf("%s-%d", name, j))
-			}
-		}
-		sl := endpointSlice(ns, name+"-0", addrs, hosts)
-		sl.Labels = map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: managedBy}
-		out = append(out, newChurned(ns, name, []*discoveryv1.EndpointSlice{sl}, f.isHeadless(i)))
-	}
-	return out
-}
+// Services is how many services the churn rewrites.
+func (c *Churn) Services() int { return len(c.services) }
 
-// run writes for the configured time while checking each server, then
+// Checked is how many of its services, the headless ones, have their
+// answers checked.
+func (c *Churn) Checked() int { return len(c.checked) }
+
+// Run writes for the configured time while checking each server, then
 // waits until every checked name shows its last state on every server, and
 // reads the servers' peak RSS and their memory after the churn.
-func (c *churn) run(ctx context.Context, servers []*server.Server) (*churnResult, error) {
-	res := &churnResult{Offered: c.cfg.rate, Writers: c.cfg.writers, Services: len(c.services), Names: len(c.checked),
-		Check: map[string]checkResult{}, PeakRSS: map[string]int64{}, After: map[string]server.Memory{},
+func (c *Churn) Run(ctx context.Context, servers []*server.Server) (*Result, error) {
+	res := &Result{Offered: c.cfg.Rate, Writers: c.cfg.Writers, Services: len(c.services), Names: len(c.checked),
+		Check: map[string]Check{}, PeakRSS: map[string]int64{}, After: map[string]server.Memory{},
 		PeakBy: "VmHWM, reset through /proc/PID/clear_refs when the churn starts"}
 	hwm := true
 	watches := make([]*server.PeakWatch, len(servers))
@@ -232,11 +225,11 @@ func (c *churn) run(ctx context.Context, servers []*server.Server) (*churnResult
 	var checkWG sync.WaitGroup
 	for i, s := range servers {
 		checks[i] = &checker{c: c, s: s}
-		checkWG.Go(func() { checks[i].run(checkCtx, c.cfg.checkRate) })
+		checkWG.Go(func() { checks[i].Run(checkCtx, c.cfg.CheckRate) })
 	}
 	updates0, failed0 := c.updates.Load(), c.failed.Load()
 	start := time.Now()
-	c.write(ctx, start.Add(c.cfg.duration), c.update)
+	c.write(ctx, start.Add(c.cfg.Duration), c.update)
 	res.Seconds = time.Since(start).Seconds()
 	stopChecks()
 	checkWG.Wait()
@@ -284,8 +277,8 @@ func (c *churn) run(ctx context.Context, servers []*server.Server) (*churnResult
 // settle (address changes) it then asks every checked name until it shows
 // its last state on each server: a server that had not taken in every
 // update within that second shows as stale names.
-func (c *churn) window(ctx context.Context, servers []*server.Server, update func(context.Context, *churned), settle bool) (*windowResult, error) {
-	w := &windowResult{CPU: map[string]float64{}, Skipped: map[string]int{}, Stale: map[string]int{}}
+func (c *Churn) window(ctx context.Context, servers []*server.Server, update func(context.Context, *Service), settle bool) (*Window, error) {
+	w := &Window{CPU: map[string]float64{}, Skipped: map[string]int{}, Stale: map[string]int{}}
 	cpu0 := make([]float64, len(servers))
 	skipped0 := make([]int, len(servers))
 	for i, s := range servers {
@@ -294,7 +287,7 @@ func (c *churn) window(ctx context.Context, servers []*server.Server, update fun
 	}
 	updates0, failed0 := c.updates.Load(), c.failed.Load()
 	start := time.Now()
-	c.write(ctx, start.Add(max(c.cfg.duration/10, 2*time.Second)), update)
+	c.write(ctx, start.Add(max(c.cfg.Duration/10, 2*time.Second)), update)
 	w.Seconds = time.Since(start).Seconds()
 	w.Updates, w.Failed = int(c.updates.Load()-updates0), int(c.failed.Load()-failed0)
 	for _, s := range c.checked {
@@ -328,7 +321,7 @@ func (c *churn) window(ctx context.Context, servers []*server.Server, update fun
 
 // touch changes only an annotation of one of s's slices: an update DNS
 // does not read, which a server should take in at almost no cost.
-func (c *churn) touch(ctx context.Context, s *churned) {
+func (c *Churn) touch(ctx context.Context, s *Service) {
 	n := c.next.Add(1)
 	sl := s.written(int(n) % len(s.slices))
 	sl.Annotations = map[string]string{"bench.schemadns.test/touched": fmt.Sprint(n)}
@@ -344,16 +337,16 @@ func (c *churn) touch(ctx context.Context, s *churned) {
 // services (so a service's updates are written one after the other); a
 // token no writer is idle for is dropped, so the rate achieved is what the
 // API server sustained.
-func (c *churn) write(ctx context.Context, end time.Time, update func(context.Context, *churned)) {
+func (c *Churn) write(ctx context.Context, end time.Time, update func(context.Context, *Service)) {
 	// Updates in flight at the end run to completion under ctx.
 	writing, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
-	tokens := make(chan struct{}, c.cfg.writers)
-	go dnsload.Pace(writing, tokens, c.cfg.rate)
+	tokens := make(chan struct{}, c.cfg.Writers)
+	go dnsload.Pace(writing, tokens, c.cfg.Rate)
 	var wg sync.WaitGroup
-	for w := range c.cfg.writers {
-		var mine []*churned
-		for i := w; i < len(c.services); i += c.cfg.writers {
+	for w := range c.cfg.Writers {
+		var mine []*Service
+		for i := w; i < len(c.services); i += c.cfg.Writers {
 			mine = append(mine, c.services[i])
 		}
 		if len(mine) == 0 {
@@ -378,7 +371,7 @@ func (c *churn) write(ctx context.Context, end time.Time, update func(context.Co
 // new set before the API request (so no server can answer it before the
 // checker knows it), and writes the slice that holds it whole (an
 // unconditional update: only this writer writes it).
-func (c *churn) update(ctx context.Context, s *churned) {
+func (c *Churn) update(ctx context.Context, s *Service) {
 	j := s.seq % len(s.addrs)
 	s.addrs[j] = dnsload.AddrNum(churnBase) + c.next.Add(1)
 	s.seq++
@@ -412,7 +405,7 @@ const (
 // judge compares a reply to the states written for s. Before the
 // settling, any state written is right; in it, only the last one accepted
 // by the API server or a later one.
-func (s *churned) judge(r *dns.Msg, settling bool) (verdict, string) {
+func (s *Service) judge(r *dns.Msg, settling bool) (verdict, string) {
 	if r.Rcode != dns.RcodeSuccess {
 		return wrong, dns.RcodeToString[r.Rcode]
 	}
@@ -437,13 +430,13 @@ func (s *churned) judge(r *dns.Msg, settling bool) (verdict, string) {
 
 // checker asks one server for the checked names, round robin, and counts.
 type checker struct {
-	c   *churn
+	c   *Churn
 	s   *server.Server
 	mu  sync.Mutex
-	res checkResult
+	res Check
 }
 
-func (ch *checker) run(ctx context.Context, rate int) {
+func (ch *checker) Run(ctx context.Context, rate int) {
 	if len(ch.c.checked) == 0 {
 		return
 	}
@@ -457,7 +450,7 @@ func (ch *checker) run(ctx context.Context, rate int) {
 	})
 }
 
-func (ch *checker) count(s *churned, r *dns.Msg, tc bool, err error) {
+func (ch *checker) count(s *Service, r *dns.Msg, tc bool, err error) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if tc {
@@ -479,13 +472,13 @@ func (ch *checker) count(s *churned, r *dns.Msg, tc bool, err error) {
 // settle asks s for every checked name until it shows the last state
 // accepted by the API server (or a later one), for up to settleTimeout,
 // and returns how many never did.
-func (c *churn) settle(ctx context.Context, s *server.Server) int {
+func (c *Churn) settle(ctx context.Context, s *server.Server) int {
 	pending := c.checked
-	deadline := time.Now().Add(settleTimeout)
+	deadline := time.Now().Add(SettleTimeout)
 	q := dnsload.NewQuerier(s.Addr())
 	defer q.Close()
 	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		var still []*churned
+		var still []*Service
 		for _, n := range pending {
 			r, _, err := q.Ask(n.name+"."+n.ns+".svc.cluster.local.", dns.TypeA)
 			if err != nil {
@@ -501,4 +494,29 @@ func (c *churn) settle(ctx context.Context, s *server.Server) int {
 		}
 	}
 	return len(pending)
+}
+
+// PerUpdate is a server's CPU over a window per update written, µs.
+func (w *Window) PerUpdate(key string) string {
+	if w.Updates == 0 || w.CPU[key] <= 0 {
+		return toolreport.Dash
+	}
+	return fmt.Sprintf("%.0f", w.CPU[key]/float64(w.Updates)*1e6)
+}
+
+// SkippedText is how many of a window's updates ours skipped.
+func (w *Window) SkippedText() string {
+	n, ok := w.Skipped[server.KeyOurs]
+	if !ok {
+		return toolreport.Dash
+	}
+	return fmt.Sprintf("%d of %d", n, w.Updates)
+}
+
+// PerUpdate is a server's CPU time over the churn per update written, µs.
+func (c *Result) PerUpdate(key string) string {
+	if c.Updates == 0 || c.CPU[key] == 0 {
+		return toolreport.Dash
+	}
+	return fmt.Sprintf("%.0f", c.CPU[key]/float64(c.Updates)*1e6)
 }
