@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/schemadns/schemadns/bench/internal/fixture"
+	"github.com/schemadns/schemadns/bench/internal/mesosbench"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"fmt"
@@ -70,7 +71,7 @@ func TestThresholdGoals(t *testing.T) {
 // shapes, in order, and names them; a shape measured now replaces the old.
 func TestMergeResults(t *testing.T) {
 	old := &results{Shapes: []*shapeResult{{Shape: fixture.Shape{Name: "S1"}}, {Shape: fixture.Shape{Name: "S5"}, LoadSeconds: 1}},
-		Mesos: []*mesosResult{{Shape: mesosShape{Name: "M1"}}}, Mix: "old mix", Targets: map[string]string{"a": "old", "b": "old"}}
+		Mesos: []*mesosbench.Result{{Shape: mesosbench.Shape{Name: "M1"}}}, Mix: "old mix", Targets: map[string]string{"a": "old", "b": "old"}}
 	res := &results{Shapes: []*shapeResult{{Shape: fixture.Shape{Name: "S5"}, LoadSeconds: 2}}, Targets: map[string]string{"a": "new"}}
 	kept := mergeResults(res, old)
 	if !slices.Equal(kept, []string{"S1", "M1"}) {
@@ -90,7 +91,7 @@ func TestMergeResults(t *testing.T) {
 // from it, once each.
 func TestProvenance(t *testing.T) {
 	res := &results{Shapes: []*shapeResult{{Shape: fixture.Shape{Name: "S1"}, From: "A"}, {Shape: fixture.Shape{Name: "S2"}, From: "B"},
-		{Shape: fixture.Shape{Name: "S5"}}, {Shape: fixture.Shape{Name: "S5"}}}, Mesos: []*mesosResult{{Shape: mesosShape{Name: "M1"}, From: "A"}}}
+		{Shape: fixture.Shape{Name: "S5"}}, {Shape: fixture.Shape{Name: "S5"}}}, Mesos: []*mesosbench.Result{{Shape: mesosbench.Shape{Name: "M1"}, From: "A"}}}
 	want := "S1, M1: from the run of A; S2: from the run of B; the other shapes from this run."
 	if got := provenance(res); got != want {
 		t.Errorf("provenance:\n%s\nwant\n%s", got, want)

@@ -20,6 +20,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/mesosbench"
+
 	"github.com/schemadns/schemadns/bench/internal/churn"
 	"github.com/schemadns/schemadns/bench/internal/fixture"
 	"github.com/schemadns/schemadns/bench/internal/perf"
@@ -40,7 +42,7 @@ import (
 type config struct {
 	toolflags.Common
 	shapes      []fixture.Shape
-	mesos       []mesosShape
+	mesos       []mesosbench.Shape
 	starts      int
 	qps, tcpQPS int
 	changes     int
@@ -52,7 +54,7 @@ type config struct {
 	rewrite      bool
 	keepOthers   bool
 	churn        churn.Config
-	mesosOpts    mesosConfig
+	mesosOpts    mesosbench.Config
 	// s5Writers are the threshold shape's loader's requests in flight.
 	s5Writers int
 }
@@ -97,10 +99,10 @@ func parseFlags(args []string) (*config, error) {
 	fs.IntVar(&cfg.churn.CheckRate, "check-rate", 2000, "queries/s the checker sends to each server during the churn")
 	fs.IntVar(&cfg.s5Writers, "s5-writers", 256, "S5: requests in flight of its loader (clustershape.Load); the admin user is exempt from "+
 		"the API server's priority and fairness limits, and more writers than its CPUs can serve only queue there")
-	fs.IntVar(&cfg.mesosOpts.changes, "mesos-changes", 20, "Mesos shapes: state changes timed from the poll that carries them to the first answer that shows them, for each kind of change")
-	fs.IntVar(&cfg.mesosOpts.polls, "mesos-polls", 20, "Mesos shapes: polls of each kind whose server CPU is measured")
-	fs.Float64Var(&cfg.mesosOpts.replace, "mesos-replace", 0.1, "Mesos shapes: the share of running tasks the large change replaces")
-	fs.IntVar(&cfg.mesosOpts.qps, "mesos-qps", 0, "Mesos shapes: offered load of the query mix, queries/s (0: half the slower target's saturated rate)")
+	fs.IntVar(&cfg.mesosOpts.Changes, "mesos-changes", 20, "Mesos shapes: state changes timed from the poll that carries them to the first answer that shows them, for each kind of change")
+	fs.IntVar(&cfg.mesosOpts.Polls, "mesos-polls", 20, "Mesos shapes: polls of each kind whose server CPU is measured")
+	fs.Float64Var(&cfg.mesosOpts.Replace, "mesos-replace", 0.1, "Mesos shapes: the share of running tasks the large change replaces")
+	fs.IntVar(&cfg.mesosOpts.QPS, "mesos-qps", 0, "Mesos shapes: offered load of the query mix, queries/s (0: half the slower target's saturated rate)")
 	fs.BoolVar(&cfg.keepOthers, "keep-others", false, "keep the shapes this run does not measure from OUT/benchmarks.json, the page saying which run measured which (SHAPES=S5 beside an earlier full run)")
 	fs.BoolVar(&cfg.rewrite, "rewrite", false, "measure nothing: write benchmarks.md and benchmarks.svg again from OUT/benchmarks.json")
 	fs.StringVar(&cfg.profile, "profile", "", "write profiles to this directory: each Kubernetes target's heap after sync, "+
@@ -130,9 +132,9 @@ func (cfg *config) finish(shapes string) error {
 		return errors.New("-churn-writers and -s5-writers must be at least 1")
 	case cfg.churn.Rate < 1 || cfg.churn.CheckRate < 1 || cfg.churn.Duration <= 0:
 		return errors.New("-churn-rate, -check-rate and -churn-duration must be positive")
-	case cfg.mesosOpts.changes < 1 || cfg.mesosOpts.polls < 1:
+	case cfg.mesosOpts.Changes < 1 || cfg.mesosOpts.Polls < 1:
 		return errors.New("-mesos-changes and -mesos-polls must be at least 1")
-	case cfg.mesosOpts.replace <= 0 || cfg.mesosOpts.replace > 1:
+	case cfg.mesosOpts.Replace <= 0 || cfg.mesosOpts.Replace > 1:
 		return errors.New("-mesos-replace must be in (0, 1]")
 	}
 	return nil

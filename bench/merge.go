@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/schemadns/schemadns/bench/internal/mesosbench"
 )
 
 // A run of some shapes (SHAPES=S5) can keep the others' figures from the
@@ -95,7 +97,7 @@ func mergeResults(res, old *results) []string {
 	}
 	res.Shapes = append(shapes, res.Shapes...)
 	slices.SortStableFunc(res.Shapes, func(a, b *shapeResult) int { return strings.Compare(a.Shape.Name, b.Shape.Name) })
-	var mesos []*mesosResult
+	var mesos []*mesosbench.Result
 	for _, mr := range old.Mesos {
 		if !measured[mr.Shape.Name] {
 			if mr.From == "" {
@@ -105,7 +107,7 @@ func mergeResults(res, old *results) []string {
 		}
 	}
 	res.Mesos = append(mesos, res.Mesos...)
-	slices.SortStableFunc(res.Mesos, func(a, b *mesosResult) int { return strings.Compare(a.Shape.Name, b.Shape.Name) })
+	slices.SortStableFunc(res.Mesos, func(a, b *mesosbench.Result) int { return strings.Compare(a.Shape.Name, b.Shape.Name) })
 	if res.Mix == "" {
 		res.Mix, res.MCMix = old.Mix, old.MCMix
 	}

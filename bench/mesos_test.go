@@ -1,338 +1,48 @@
 package main
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/perf"
-	"github.com/schemadns/schemadns/bench/internal/querymix"
-	"github.com/schemadns/schemadns/bench/internal/server"
-
-	"bytes"
-	"io"
-	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
-	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
-	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
+	"github.com/schemadns/schemadns/bench/internal/mesosbench"
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/server"
 )
 
-// smallState is M1 at a tenth, led by the master at 127.0.0.1:5050.
-func smallState(t *testing.T) *mesosstate.State {
-	t.Helper()
-	return ledBy(mesosstatetest.Generate(tenth(mesosstatetest.BenchShape)), "127.0.0.1:5050")
-}
-
-// Each scale has M1 and M2, M2 the worst case only, the small scale a
-// tenth of the default one.
-func TestMesosShapes(t *testing.T) {
-	for i, def := range mesosShapesAt["default"] {
-		small := mesosShapesAt["small"][i]
-		if def.Name != small.Name || def.Worst != small.Worst || def.Worst != (def.Name == "M2") {
-			t.Errorf("shape %d: %s (worst %v) and %s (worst %v)", i, def.Name, def.Worst, small.Name, small.Worst)
-		}
-		if small.Gen.Tasks*10 != def.Gen.Tasks || small.Gen.Agents*10 != def.Gen.Agents || small.Gen.Frameworks*10 != def.Gen.Frameworks {
-			t.Errorf("%s small: %+v is not a tenth of %+v", small.Name, small.Gen, def.Gen)
-		}
-	}
-	if got := mesosShapesAt["default"][0].describe(); !strings.Contains(got, "10k running tasks") || !strings.Contains(got, "100 frameworks on 500 agents") {
-		t.Errorf("M1 described as %q", got)
-	}
-}
-
-// The state names the tap as its leader, so that a server polling the tap
-// does not go round it to the master.
-func TestLedBy(t *testing.T) {
-	base := mesosstatetest.Generate(tenth(mesosstatetest.BenchShape))
-	st, err := mesosstate.Decode(mesosstatetest.Marshal(ledBy(base, "127.0.0.1:4242")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Leader != "master@127.0.0.1:4242" || st.PID != st.Leader || st.LeaderInfo.Address.IP != "127.0.0.1" || st.LeaderInfo.Port != 4242 {
-		t.Errorf("leader %q, pid %q, leader_info %+v", st.Leader, st.PID, st.LeaderInfo)
-	}
-	if base.Leader == st.Leader {
-		t.Error("ledBy changed the state it was given")
-	}
-}
-
-// taskIDs are the IDs of the running tasks of st.
-func taskIDs(st *mesosstate.State) map[string]bool {
-	out := map[string]bool{}
-	for _, fw := range st.Frameworks {
-		for _, task := range fw.Tasks {
-			if task.Running() {
-				out[task.ID] = true
-			}
-		}
-	}
-	return out
-}
-
-// replace changes exactly n running tasks, leaves the state it was given
-// as it was, and its probe names a replaced task's instance with its
-// address.
-func TestReplace(t *testing.T) {
-	base := smallState(t)
-	before := mesosstatetest.Marshal(base)
-	m := newMutator(mesosZone, 1)
-	for _, n := range []int{1, 100} {
-		st, p := m.replace(base, n)
-		if !bytes.Equal(mesosstatetest.Marshal(base), before) {
-			t.Fatalf("replace %d changed the base state", n)
-		}
-		old, now := taskIDs(base), taskIDs(st)
-		gone, added := 0, 0
-		for id := range old {
-			if !now[id] {
-				gone++
-			}
-		}
-		for id := range now {
-			if !old[id] {
-				added++
-			}
-		}
-		if gone != n || added != n || factsOf(st) != factsOf(base) {
-			t.Errorf("replace %d: %d tasks gone, %d added, facts %+v (base %+v)", n, gone, added, factsOf(st), factsOf(base))
-		}
-		found := false
-		for _, ref := range namedRunning(st) {
-			fw := &st.Frameworks[ref.fw]
-			task := &fw.Tasks[ref.task]
-			if old[task.ID] {
-				continue
-			}
-			if q, ok := m.probeOf(task, fw, st.Slaves); ok && q == p {
-				found = true
-			}
-		}
-		if !found || !p.addr.Is4() || !strings.HasSuffix(p.name, "."+mesosZone) {
-			t.Errorf("replace %d: probe %+v is not a replaced task's instance with an IPv4 address", n, p)
-		}
-	}
-	// Every change has a probe, also when the task it picks first has no
-	// IPv4 address (no container network, an IPv6 agent).
-	st := base
-	for i := range 50 {
-		var p probe
-		if st, p = m.replace(st, 1); p.name == "" {
-			t.Fatalf("change %d of one task: no probe", i)
-		}
-	}
-	// Changes build on each other, and their addresses do not repeat.
-	a, pa := m.replace(base, 1)
-	_, pb := m.replace(a, 1)
-	if pa.addr == pb.addr || pa.name == pb.name {
-		t.Errorf("two changes made the same probe: %+v, %+v", pa, pb)
-	}
-}
-
-// touch changes the bytes, not the tasks, and not the base.
-func TestTouch(t *testing.T) {
-	base := smallState(t)
-	before := mesosstatetest.Marshal(base)
-	a, b := mesosstatetest.Marshal(touch(base, 1)), mesosstatetest.Marshal(touch(base, 2))
-	if bytes.Equal(a, before) || bytes.Equal(a, b) || !bytes.Equal(mesosstatetest.Marshal(base), before) {
-		t.Fatal("touch: the bodies do not differ, or the base changed")
-	}
-	if len(a) != len(before) {
-		t.Errorf("touch changed the length: %d, was %d (only a timestamp should move)", len(a), len(before))
-	}
-	st, err := mesosstate.Decode(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !mapsEqual(taskIDs(st), taskIDs(base)) {
-		t.Error("touch changed the running tasks")
-	}
-}
-
-func mapsEqual(a, b map[string]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
-}
-
-// axfr is the records of a transfer of the names of names: A records
-// (AAAA for those in v6), SRV for the SRV names, opened and closed by the
-// SOA.
-func axfr(t *testing.T, names mesosNames, v6 map[string]bool) []dns.RR {
-	t.Helper()
-	rr := func(s string) dns.RR {
-		r, err := dns.NewRR(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	soa := rr("mesos. 60 IN SOA ns1.mesos. root.ns1.mesos. 1 60 600 86400 60")
-	out := []dns.RR{soa}
-	for _, list := range [][]string{names.tasks, names.instances, names.slaves} {
-		for _, n := range list {
-			if v6[n] {
-				out = append(out, rr(n+" 60 IN AAAA fd00::1"))
-			} else {
-				out = append(out, rr(n+" 60 IN A 10.0.0.1"))
-			}
-		}
-	}
-	for _, n := range names.srvs {
-		out = append(out, rr(n+" 60 IN SRV 0 1 31000 x.mesos."))
-	}
-	return append(out, soa)
-}
-
-// The mix asks the state's names the zone holds, for A where they have
-// one, and misses that are not in the zone.
-func TestMesosMix(t *testing.T) {
-	st := smallState(t)
-	everything := namesOf(st, func(string, uint16) bool { return true })
-	if everything.expected == 0 || everything.found != everything.expected {
-		t.Fatalf("names of the state: %d found of %d", everything.found, everything.expected)
-	}
-	// A zone without one task name, with one slave name IPv6 only.
-	missing, v6 := everything.tasks[0], map[string]bool{everything.slaves[0]: true}
-	partial := everything
-	partial.tasks = everything.tasks[1:]
-	z, err := newZone(axfr(t, partial, v6))
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := namesOf(st, z.has)
-	if names.found != names.expected-1 || len(names.tasks) != len(everything.tasks)-1 {
-		t.Errorf("found %d of %d names, %d tasks; want all but %s", names.found, names.expected, len(names.tasks), missing)
-	}
-	mix, err := mesosMix(names, z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kinds := map[string]int{}
-	for _, q := range querymix.Generate(mix, 5000) {
-		kinds[q.Kind]++
-		switch {
-		case q.Name == missing:
-			t.Errorf("%s: the mix asks %s, which the zone lacks", q.Kind, q.Name)
-		case q.Expect == "nxdomain" && z.types[q.Name] != nil:
-			t.Errorf("%s: %s is in the zone", q.Kind, q.Name)
-		case q.Expect == "answer" && !z.has(q.Name, q.Qtype):
-			t.Errorf("%s: %s %s has no records", q.Kind, q.Name, dns.TypeToString[q.Qtype])
-		case q.Name == everything.slaves[0] && q.Qtype != dns.TypeAAAA:
-			t.Errorf("%s: the IPv6 agent's name asked for %s", q.Kind, dns.TypeToString[q.Qtype])
-		}
-	}
-	if len(kinds) != len(mix) {
-		t.Errorf("kinds drawn: %v; want each of the %d", kinds, len(mix))
-	}
-}
-
-func TestNewZone(t *testing.T) {
-	soa, _ := dns.NewRR("mesos. 60 IN SOA ns1.mesos. root.ns1.mesos. 1 60 600 86400 60")
-	a, _ := dns.NewRR("Web.Marathon.mesos. 60 IN A 10.0.0.1")
-	z, err := newZone([]dns.RR{soa, a, soa})
-	if err != nil || len(z.rrs) != 2 || !z.has("web.marathon.mesos.", dns.TypeA) || z.has("web.marathon.mesos.", dns.TypeAAAA) {
-		t.Fatalf("newZone: %v, %d records", err, len(z.rrs))
-	}
-	if _, err := newZone([]dns.RR{a, soa}); err == nil {
-		t.Error("a transfer not opened by the SOA: no error")
-	}
-	path := filepath.Join(t.TempDir(), "zone")
-	if err := z.write(path); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(path)
-	if lines := strings.Count(string(b), "\n"); lines != 2 || !strings.HasPrefix(string(b), "mesos.\t60\tIN\tSOA") {
-		t.Errorf("zone file of %d lines:\n%s", lines, b)
-	}
-}
-
-// The tap forwards a poll to the master as it came (gzip when asked),
-// runs the hook before, and records the poll with the gzipped length.
-func TestStandIn(t *testing.T) {
-	si, err := startStandIn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer si.close()
-	body := mesosstatetest.Marshal(ledBy(mesosstatetest.Generate(mesosstatetest.GenOptions{Seed: 1, Tasks: 50, Frameworks: 2, Agents: 3}), si.addr))
-	gz, err := si.serve(body)
-	if err != nil || gz <= 0 || gz >= len(body) {
-		t.Fatalf("serve: gzipped %d of %d bytes, %v", gz, len(body), err)
-	}
-	if again, _ := si.serve(body); again != gz {
-		t.Errorf("serving the same body again: %d bytes, was %d", again, gz)
-	}
-	hooked := 0
-	si.setHook(func() pollSample { hooked++; return pollSample{cpu: 1.5} })
-	resp, err := http.Get("http://" + si.addr + "/master/state") // the client asks for gzip and decompresses
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !bytes.Equal(got, body) {
-		t.Errorf("the tap's answer: %d bytes, want the %d served", len(got), len(body))
-	}
-	ev, err := si.next(t.Context(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hooked != 1 || ev.sample.cpu != 1.5 || ev.length != gz || ev.status != http.StatusOK ||
-		ev.answered.Before(ev.arrived) || ev.done.Before(ev.answered) {
-		t.Errorf("event %+v, hook called %d times; want the gzipped length %d, times in order", ev, hooked, gz)
-	}
-	if _, err := si.next(t.Context(), 10*time.Millisecond); err == nil {
-		t.Error("an event without a poll")
-	}
-	if _, err := mesosstate.Decode(got); err != nil {
-		t.Error(err)
-	}
-	if ap := netip.MustParseAddrPort(si.addr); !ap.Addr().IsLoopback() {
-		t.Errorf("tap on %s", si.addr)
-	}
-}
-
 // mesosFixture is a measured Mesos shape with made-up figures.
-func mesosFixture(name string, unchangedMs, oneMs float64) *mesosResult {
-	sh := mesosShapesAt["default"][0]
+func mesosFixture(name string, unchangedMs, oneMs float64) *mesosbench.Result {
+	sh := mesosbench.ShapesAt["default"][0]
 	if name == "M2" {
-		sh = mesosShapesAt["default"][1]
+		sh = mesosbench.ShapesAt["default"][1]
 	}
-	series := func(kind string, ms float64, results map[string]int, statesUnchanged int, serialAfter uint32) pollSeries {
-		return pollSeries{Kind: kind, What: kind, Polls: 20, Seconds: 25, CPU: ms * 20 / 1e3, IdleCPU: 0.01,
+	series := func(kind string, ms float64, results map[string]int, statesUnchanged int, serialAfter uint32) mesosbench.PollSeries {
+		return mesosbench.PollSeries{Kind: kind, What: kind, Polls: 20, Seconds: 25, CPU: ms * 20 / 1e3, IdleCPU: 0.01,
 			Results: results, StatesUnchanged: statesUnchanged, SerialBefore: 7, SerialAfter: serialAfter}
 	}
-	return &mesosResult{
+	return &mesosbench.Result{
 		Shape:  sh,
-		State:  stateFacts{Running: 10000, Other: 500, Apps: 2200, Frameworks: 100, Agents: 500, JSONBytes: 18e6, GzipBytes: 1.2e6, Names: 33000, ZoneRecords: 90000},
-		Memory: map[string]server.Memory{keyMesos: {HeapInuse: 40 * mib, RSS: 90 * mib}, keyFile: {HeapInuse: 60 * mib, RSS: 120 * mib}},
-		Polls: []pollSeries{
-			series(pollUnchanged, unchangedMs, map[string]int{"unchanged": 20}, 0, 7),
-			series(pollSame, 300, map[string]int{"changed": 20}, 20, 7),
-			series(pollOne, oneMs, map[string]int{"changed": 20}, 0, 30),
+		State:  mesosbench.StateFacts{Running: 10000, Other: 500, Apps: 2200, Frameworks: 100, Agents: 500, JSONBytes: 18e6, GzipBytes: 1.2e6, Names: 33000, ZoneRecords: 90000},
+		Memory: map[string]server.Memory{mesosbench.KeyMesos: {HeapInuse: 40 * mib, RSS: 90 * mib}, mesosbench.KeyFile: {HeapInuse: 60 * mib, RSS: 120 * mib}},
+		Polls: []mesosbench.PollSeries{
+			series(mesosbench.PollUnchanged, unchangedMs, map[string]int{"unchanged": 20}, 0, 7),
+			series(mesosbench.PollSame, 300, map[string]int{"changed": 20}, 20, 7),
+			series(mesosbench.PollOne, oneMs, map[string]int{"changed": 20}, 0, 30),
 		},
-		Latency: []answerTimes{{Kind: "one task replaced", Replaced: 1, Ms: []float64{400, 450, 900}, TransferMs: []float64{3, 3, 4}}},
-		Perf: &perf.Figures{Rates: map[string]int{testMesosMix: 9000}, Order: map[string][]string{testMesosMix: {keyMesos, keyFile}},
-			Runs: map[string]map[string][]perf.Result{testMesosMix: {
-				keyMesos: {{CPUPerQuery: 30, Sent: 10, Completed: 10}, {CPUPerQuery: 32, Sent: 10, Completed: 10}},
-				keyFile:  {{CPUPerQuery: 40, Sent: 10, Completed: 10}, {CPUPerQuery: 36, Sent: 10, Completed: 10}},
+		Latency: []mesosbench.AnswerTimes{{Kind: "one task replaced", Replaced: 1, Ms: []float64{400, 450, 900}, TransferMs: []float64{3, 3, 4}}},
+		Perf: &perf.Figures{Rates: map[string]int{mesosbench.TestMix: 9000}, Order: map[string][]string{mesosbench.TestMix: {mesosbench.KeyMesos, mesosbench.KeyFile}},
+			Runs: map[string]map[string][]perf.Result{mesosbench.TestMix: {
+				mesosbench.KeyMesos: {{CPUPerQuery: 30, Sent: 10, Completed: 10}, {CPUPerQuery: 32, Sent: 10, Completed: 10}},
+				mesosbench.KeyFile:  {{CPUPerQuery: 40, Sent: 10, Completed: 10}, {CPUPerQuery: 36, Sent: 10, Completed: 10}},
 			}}},
 	}
 }
 
 // (The idle process's 10 ms is netted out of each series' CPU.)
 func TestMesosGoals(t *testing.T) {
-	res := &results{Mesos: []*mesosResult{mesosFixture("M1", 40.5, 400.5), mesosFixture("M2", 60.5, 400.5)}}
+	res := &results{Mesos: []*mesosbench.Result{mesosFixture("M1", 40.5, 400.5), mesosFixture("M2", 60.5, 400.5)}}
 	met := map[string]string{}
 	for _, g := range mesosGoals(res) {
 		met[g.Shape[:2]+" "+g.What[:12]] = g.Met
@@ -351,7 +61,7 @@ func TestMesosGoals(t *testing.T) {
 	}
 	moved := mesosFixture("M1", 10, 400)
 	moved.Polls[0].SerialAfter = 8
-	for _, g := range mesosGoals(&results{Mesos: []*mesosResult{moved}}) {
+	for _, g := range mesosGoals(&results{Mesos: []*mesosbench.Result{moved}}) {
 		if strings.HasPrefix(g.What, "unchanged polls") && g.Shape[:2] == "M1" && g.Met != "not met" {
 			t.Errorf("a serial that moved during unchanged polls: %s", g.Met)
 		}
@@ -362,7 +72,7 @@ func TestMesosGoals(t *testing.T) {
 // cluster shapes alone.
 func TestMesosReport(t *testing.T) {
 	res := &results{Started: time.Now(), Finished: time.Now(), Scale: "default",
-		Mesos: []*mesosResult{mesosFixture("M1", 40, 400), mesosFixture("M2", 60, 500)}, Targets: map[string]string{keyMesos: "ours"}}
+		Mesos: []*mesosbench.Result{mesosFixture("M1", 40, 400), mesosFixture("M2", 60, 500)}, Targets: map[string]string{mesosbench.KeyMesos: "ours"}}
 	page := markdown(res)
 	for _, want := range []string{"## Mesos", "### Mesos shapes", "M2 is the worst case", "### M1: Mesos mix over UDP at 9000 queries/s",
 		"| M1 | unchanged |", "best 0.75, worst 0.89", "make bench SHAPES=M1"} {
@@ -391,62 +101,5 @@ func TestMesosReport(t *testing.T) {
 	again, _ := os.ReadFile(filepath.Join(dir, "benchmarks.md"))
 	if string(again) != page {
 		t.Error("the page written again from benchmarks.json differs")
-	}
-}
-
-// A series' figures are the growth between the samples at its ends.
-func TestTally(t *testing.T) {
-	at := time.Now()
-	first := pollEvent{arrived: at, sample: pollSample{cpu: 10, idle: 2, serial: 5, metrics: map[string]float64{
-		`coredns_mesosschema_polls_total{result="changed"}`: 3, `coredns_mesosschema_polls_total{result="unchanged"}`: 1,
-		"coredns_mesosschema_poll_duration_seconds_sum": 1, "coredns_mesosschema_poll_duration_seconds_count": 4,
-	}}}
-	last := pollEvent{arrived: at.Add(25 * time.Second), sample: pollSample{cpu: 11.2, idle: 2.2, serial: 5, metrics: map[string]float64{
-		`coredns_mesosschema_polls_total{result="changed"}`: 3, `coredns_mesosschema_polls_total{result="unchanged"}`: 21,
-		"coredns_mesosschema_states_unchanged_total":    0,
-		"coredns_mesosschema_poll_duration_seconds_sum": 2, "coredns_mesosschema_poll_duration_seconds_count": 24,
-	}}}
-	got := tally(seriesSpec{kind: pollUnchanged, what: "same"}, 20, first, last)
-	if got.Seconds != 25 || got.Results["unchanged"] != 20 || len(got.Results) != 1 || got.PollSeconds != 0.05 ||
-		got.SerialBefore != got.SerialAfter || got.Polls != 20 {
-		t.Errorf("tally: %+v", got)
-	}
-	if ms := got.perPollMs(); ms < 49.99 || ms > 50.01 { // (1.2 s − 0.2 s idle) / 20
-		t.Errorf("CPU per poll: %.3f ms, want 50", ms)
-	}
-}
-
-// The poll series serve, after one task, 1% and then -mesos-replace's
-// share of the running tasks replaced, each body against the base one.
-func TestSeriesShares(t *testing.T) {
-	base := smallState(t)
-	r := &mesosRun{env: &env{cfg: &config{mesosOpts: mesosConfig{replace: 0.1}}}, mr: &mesosResult{State: factsOf(base)},
-		base: base, body: mesosstatetest.Marshal(base)}
-	running := factsOf(base).Running
-	want := map[string]int{pollOne: 1, pollPercent: (running + 50) / 100, pollMany: (running + 5) / 10}
-	var kinds []string
-	for _, spec := range r.seriesSpecs() {
-		kinds = append(kinds, spec.kind)
-		n, ok := want[spec.kind]
-		if !ok {
-			continue
-		}
-		st, err := mesosstate.Decode(spec.bodies[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		old, now := taskIDs(base), taskIDs(st)
-		gone := 0
-		for id := range old {
-			if !now[id] {
-				gone++
-			}
-		}
-		if gone != n {
-			t.Errorf("%s: %d of %d running tasks replaced, want %d", spec.kind, gone, running, n)
-		}
-	}
-	if got := strings.Join(kinds, ","); got != "unchanged,same-records,one-task,one-percent,many-tasks" {
-		t.Errorf("series %s", got)
 	}
 }

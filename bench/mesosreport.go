@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/schemadns/schemadns/bench/internal/mesosbench"
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/test/toolreport"
@@ -29,7 +30,7 @@ func mesosShapeList(res *results) string {
 // at most a tenth of a changed one and publishes nothing; a new state with
 // the same records publishes nothing either.
 func mesosGoals(res *results) []goal {
-	byName := map[string]*mesosResult{}
+	byName := map[string]*mesosbench.Result{}
 	for _, mr := range res.Mesos {
 		byName[mr.Shape.Name] = mr
 	}
@@ -40,10 +41,10 @@ func mesosGoals(res *results) []goal {
 		if mr != nil {
 			label += " " + mr.Shape.Title
 		}
-		unchanged, one, same := mr.series(pollUnchanged), mr.series(pollOne), mr.series(pollSame)
+		unchanged, one, same := mr.Series(mesosbench.PollUnchanged), mr.Series(mesosbench.PollOne), mr.Series(mesosbench.PollSame)
 		cost := goal{What: "server CPU per unchanged poll (the same bytes) / per changed poll (one task replaced), " +
 			"each net of an idle process", Shape: label, Goal: "≤ 0.10", Met: "not measured", Measured: toolreport.Dash}
-		if a, b := unchanged.perPollMs(), one.perPollMs(); unchanged.Polls > 0 && one.Polls > 0 && b > 0 {
+		if a, b := unchanged.PerPollMs(), one.PerPollMs(); unchanged.Polls > 0 && one.Polls > 0 && b > 0 {
 			cost.Measured = toolreport.RatioOf(a, b, fmt.Sprintf("ms, %d polls each", unchanged.Polls))
 			cost.Met = toolreport.Met(a <= 0.1*b)
 		}
@@ -67,21 +68,8 @@ func mesosGoals(res *results) []goal {
 	return out
 }
 
-// series is the shape's poll series of a kind (Polls 0 when not measured).
-func (mr *mesosResult) series(kind string) pollSeries {
-	if mr == nil {
-		return pollSeries{}
-	}
-	for _, s := range mr.Polls {
-		if s.Kind == kind {
-			return s
-		}
-	}
-	return pollSeries{}
-}
-
 // serialText is "kept" or "moved (a → b)".
-func serialText(s pollSeries) string {
+func serialText(s mesosbench.PollSeries) string {
 	if s.SerialBefore == s.SerialAfter {
 		return "kept"
 	}
@@ -126,7 +114,7 @@ func writeMesosShapes(b *toolreport.Doc, res *results) {
 	}
 	b.Table(t)
 	for _, mr := range res.Mesos {
-		b.Line("- **%s**: %s.", mr.Shape.Name, mr.Shape.describe())
+		b.Line("- **%s**: %s.", mr.Shape.Name, mr.Shape.Describe())
 	}
 	b.End()
 	text := "Each figure below names its shape."
@@ -151,10 +139,10 @@ func writeMesosPolls(b *toolreport.Doc, res *results) {
 		"CPU s: poller / idle process", "window s", "mean poll ms (fetch, decode)", "polls_total by result",
 		"states_unchanged_total", "SOA serial").TextColumns(3)
 	for _, mr := range res.Mesos {
-		one := mr.series(pollOne).perPollMs()
+		one := mr.Series(mesosbench.PollOne).PerPollMs()
 		for _, s := range mr.Polls {
 			t.Row(mr.Shape.Name, s.Kind, s.What, fmt.Sprint(s.Polls),
-				fmt.Sprintf("**%.1f**", s.perPollMs()), toolreport.Ratio(s.perPollMs(), one),
+				fmt.Sprintf("**%.1f**", s.PerPollMs()), toolreport.Ratio(s.PerPollMs(), one),
 				fmt.Sprintf("%.2f / %.2f", s.CPU, s.IdleCPU), fmt.Sprintf("%.1f", s.Seconds),
 				fmt.Sprintf("%.0f", s.PollSeconds*1e3), resultsText(s.Results), fmt.Sprint(s.StatesUnchanged), serialText(s))
 		}
@@ -209,13 +197,13 @@ func writeMesosMemory(b *toolreport.Doc, res *results) {
 	t := toolreport.NewTable("shape", "target", "read", "Go heap after GC MiB", "RSS MiB", "peak RSS (VmHWM) MiB",
 		"start to first answer s").TextColumns(3)
 	for _, mr := range res.Mesos {
-		for _, key := range []string{keyMesos, keyFile, keyMesosPoller} {
+		for _, key := range []string{mesosbench.KeyMesos, mesosbench.KeyFile, mesosbench.KeyMesosPoller} {
 			m, ok := mr.Memory[key]
 			if !ok {
 				continue
 			}
 			when := "at rest, 2 s after its first answer"
-			if key == keyMesosPoller {
+			if key == mesosbench.KeyMesosPoller {
 				when = fmt.Sprintf("after the poll tests, %d polls in all", mr.PollerPolls)
 			}
 			t.Row(mr.Shape.Name, key, when, toolreport.Bold(toolreport.MiB(m.HeapInuse)), toolreport.MiB(m.RSS),
@@ -233,14 +221,14 @@ func writeMesosMemory(b *toolreport.Doc, res *results) {
 		"saves each server's heap profile.")
 }
 
-func writeMesosQueries(b *toolreport.Doc, mr *mesosResult) {
+func writeMesosQueries(b *toolreport.Doc, mr *mesosbench.Result) {
 	p := mr.Perf
-	if p == nil || len(p.Runs[testMesosMix]) == 0 {
+	if p == nil || len(p.Runs[mesosbench.TestMix]) == 0 {
 		return
 	}
-	perfTable(b, p, testMesosMix, fmt.Sprintf("%s: Mesos mix over UDP at %d queries/s", mr.Shape.Name, p.Rates[testMesosMix]),
-		versus{"file", keyFile})
-	ours, file := p.Runs[testMesosMix][keyMesos], p.Runs[testMesosMix][keyFile]
+	perfTable(b, p, mesosbench.TestMix, fmt.Sprintf("%s: Mesos mix over UDP at %d queries/s", mr.Shape.Name, p.Rates[mesosbench.TestMix]),
+		versus{"file", mesosbench.KeyFile})
+	ours, file := p.Runs[mesosbench.TestMix][mesosbench.KeyMesos], p.Runs[mesosbench.TestMix][mesosbench.KeyFile]
 	t := toolreport.NewTable("round", "mesosschema µs/query", "file µs/query", "×", "mesosschema p99 ms", "file p99 ms",
 		"other processes on server CPU")
 	for i := range min(len(ours), len(file)) {
@@ -249,9 +237,9 @@ func writeMesosQueries(b *toolreport.Doc, mr *mesosResult) {
 			fmt.Sprintf("%.3f", file[i].P99), toolreport.Percent(ours[i].OtherBusy)+" / "+toolreport.Percent(file[i].OtherBusy))
 	}
 	b.Table(t)
-	if lo, hi, ok := p.RoundRatios(testMesosMix, keyMesos, keyFile); ok {
+	if lo, hi, ok := p.RoundRatios(mesosbench.TestMix, mesosbench.KeyMesos, mesosbench.KeyFile); ok {
 		text := fmt.Sprintf("Per round, mesosschema / file: best %.2f, worst %.2f.", lo, hi)
-		if c := p.Calibration[testMesosMix]; len(c) > 0 {
+		if c := p.Calibration[mesosbench.TestMix]; len(c) > 0 {
 			text += fmt.Sprintf(" Saturated (the calibration, once): %s.", toolreport.Pairs(c, "%s %.0f q/s"))
 		}
 		b.Para("%s", text)
@@ -268,14 +256,14 @@ func writeMesosQueries(b *toolreport.Doc, mr *mesosResult) {
 
 func writeMesosMethod(b *toolreport.Doc, res *results) {
 	b.Heading(3, "How the Mesos shapes are measured")
-	writeTargets(b, res, keyMesos, keyMesosPoller, keyFile)
+	writeTargets(b, res, mesosbench.KeyMesos, mesosbench.KeyMesosPoller, mesosbench.KeyFile)
 	b.Para("The master is test/mesosmaster's stand-in, in the bench process, behind a tap (an HTTP reverse proxy "+
 		"on loopback) that the servers are given as their only master and that the state names as its leader; "+
 		"it serves `/master/state` gzipped, as a master does for a client that accepts gzip, each body "+
 		"compressed once before the poll that gets it. Every server is its own `bin/coredns` with the plugin "+
 		"under test alone in a server block (`mesosschema mesos { masters TAP; refresh R; ttl %d }`, or "+
 		"`file ZONEFILE mesos`) and pprof and prometheus in another, pinned to the server CPU; the bench "+
-		"process is moved to the client CPU during the poll tests. %s.", mesosTTL, res.Pinning)
+		"process is moved to the client CPU during the poll tests. %s.", mesosbench.TTL, res.Pinning)
 	b.Para("**CPU per query**: dnsperf sends the mix (%d queries drawn with a fixed seed from the AXFR's names, "+
 		"looped) at a fixed load, half the slower target's saturated rate (`-mesos-qps` sets it), to "+
 		"mesosschema and to file in turn, %d rounds of %s; CPU per query is the server's utime+stime over the "+

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/mesosbench"
+
 	"github.com/schemadns/schemadns/bench/internal/churn"
 	"github.com/schemadns/schemadns/bench/internal/fixture"
 	"github.com/schemadns/schemadns/bench/internal/perf"
@@ -45,7 +47,7 @@ type results struct {
 	Targets           map[string]string // key → what it is
 	Shapes            []*shapeResult
 	// Mesos are the Mesos shapes' figures (mesos.go).
-	Mesos  []*mesosResult
+	Mesos  []*mesosbench.Result
 	Errors []string
 }
 
@@ -158,7 +160,7 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		if ctx.Err() != nil {
 			break
 		}
-		mr, err := e.measureMesos(ctx, sh)
+		mr, err := mesosbench.Measure(ctx, e.mesosEnv(), sh)
 		if len(mr.Memory) > 0 {
 			e.res.Mesos = append(e.res.Mesos, mr)
 		}
@@ -184,6 +186,11 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		return errors.New(strings.Join(e.res.Errors, "; "))
 	}
 	return nil
+}
+
+// mesosEnv is what the Mesos shapes take from the run.
+func (e *env) mesosEnv() *mesosbench.Env {
+	return &mesosbench.Env{Settings: e.cfg.Settings, Opts: e.cfg.mesosOpts, Profile: e.cfg.profile, Work: e.work, Targets: e.res.Targets}
 }
 
 // checkTools fails early, with the fix, when a tool is missing.

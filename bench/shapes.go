@@ -6,17 +6,18 @@ import (
 	"strings"
 
 	"github.com/schemadns/schemadns/bench/internal/fixture"
+	"github.com/schemadns/schemadns/bench/internal/mesosbench"
 )
 
 // pickShapes is the shapes of a scale named in list ("S2,M1"), each kind
 // in the scale's order: the cluster shapes and the Mesos ones.
-func pickShapes(scale, list string) ([]fixture.Shape, []mesosShape, error) {
-	all, mesos := fixture.ShapesAt[scale], mesosShapesAt[scale]
+func pickShapes(scale, list string) ([]fixture.Shape, []mesosbench.Shape, error) {
+	all, mesos := fixture.ShapesAt[scale], mesosbench.ShapesAt[scale]
 	want := map[string]bool{}
 	for f := range strings.SplitSeq(list, ",") {
 		name := strings.ToUpper(strings.TrimSpace(f))
 		if !slices.ContainsFunc(all, func(s fixture.Shape) bool { return s.Name == name }) &&
-			!slices.ContainsFunc(mesos, func(s mesosShape) bool { return s.Name == name }) {
+			!slices.ContainsFunc(mesos, func(s mesosbench.Shape) bool { return s.Name == name }) {
 			return nil, nil, fmt.Errorf("unknown shape %q (%s)", f, shapeNames(scale))
 		}
 		want[name] = true
@@ -27,7 +28,7 @@ func pickShapes(scale, list string) ([]fixture.Shape, []mesosShape, error) {
 			out = append(out, s)
 		}
 	}
-	var outMesos []mesosShape
+	var outMesos []mesosbench.Shape
 	for _, s := range mesos {
 		if want[s.Name] {
 			outMesos = append(outMesos, s)
@@ -42,7 +43,7 @@ func shapeNames(scale string) string {
 	for _, s := range fixture.ShapesAt[scale] {
 		names = append(names, s.Name)
 	}
-	for _, s := range mesosShapesAt[scale] {
+	for _, s := range mesosbench.ShapesAt[scale] {
 		names = append(names, s.Name)
 	}
 	return strings.Join(names, ", ")

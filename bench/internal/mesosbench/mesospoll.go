@@ -1,4 +1,4 @@
-package main
+package mesosbench
 
 import (
 	"github.com/schemadns/schemadns/bench/internal/perf"
@@ -42,9 +42,9 @@ const pollWait = 60 * time.Second
 
 // Kinds of poll series, in the order they run.
 const (
-	pollUnchanged = "unchanged"
-	pollSame      = "same-records"
-	pollOne       = "one-task"
+	PollUnchanged = "unchanged"
+	PollSame      = "same-records"
+	PollOne       = "one-task"
 	pollPercent   = "one-percent"
 	pollMany      = "many-tasks"
 )
@@ -54,8 +54,8 @@ const (
 // (-mesos-replace, 10%), so that a poll's cost is seen to follow the change.
 const fewShare = 0.01
 
-// pollSeries is the CPU of one series of polls.
-type pollSeries struct {
+// PollSeries is the CPU of one series of polls.
+type PollSeries struct {
 	Kind  string
 	What  string // what each poll served
 	Polls int
@@ -78,16 +78,16 @@ type pollSeries struct {
 	Mismatched int
 }
 
-// perPollMs is the series' CPU per poll net of the idle process, ms.
-func (p pollSeries) perPollMs() float64 {
+// PerPollMs is the series' CPU per poll net of the idle process, ms.
+func (p PollSeries) PerPollMs() float64 {
 	if p.Polls == 0 {
 		return 0
 	}
 	return (p.CPU - p.IdleCPU) / float64(p.Polls) * 1e3
 }
 
-// answerTimes are the poll-to-answer times of one kind of change.
-type answerTimes struct {
+// AnswerTimes are the poll-to-answer times of one kind of change.
+type AnswerTimes struct {
 	Kind     string
 	Replaced int // running tasks each change replaces
 	// Ms are by change the milliseconds from the start of the master's
@@ -104,19 +104,19 @@ type answerTimes struct {
 // pollTests runs the series, then the poll-to-answer times, with this
 // process off the server's CPU, and reads the poller's memory.
 func (r *mesosRun) pollTests(ctx context.Context) error {
-	if err := pinSelf(r.cfg); err != nil {
+	if err := pinSelf(r.Options); err != nil {
 		return err
 	}
-	defer unpinSelf(r.cfg)
+	defer unpinSelf(r.Options)
 	specs := r.seriesSpecs()
 	for _, spec := range specs {
-		res, err := r.series(ctx, spec, r.cfg.mesosOpts.polls, nil)
+		res, err := r.Series(ctx, spec, r.Opts.Polls, nil)
 		if err != nil {
 			return fmt.Errorf("%s polls: %w", spec.kind, err)
 		}
 		r.mr.Polls = append(r.mr.Polls, res)
 		logf("%-12s polls: %d in %.1fs, CPU %.1f ms a poll net of %.0f ms idle in all; polls by result %v, states unchanged %d, mean poll %.0f ms, serial %d → %d",
-			spec.kind, res.Polls, res.Seconds, res.perPollMs(), res.IdleCPU*1e3, res.Results, res.StatesUnchanged, res.PollSeconds*1e3, res.SerialBefore, res.SerialAfter)
+			spec.kind, res.Polls, res.Seconds, res.PerPollMs(), res.IdleCPU*1e3, res.Results, res.StatesUnchanged, res.PollSeconds*1e3, res.SerialBefore, res.SerialAfter)
 	}
 	for _, n := range []int{1, r.manyTasks()} {
 		res, err := r.answerTimes(ctx, n)
@@ -135,7 +135,7 @@ func (r *mesosRun) pollTests(ctx context.Context) error {
 
 // manyTasks is how many running tasks the large change replaces.
 func (r *mesosRun) manyTasks() int {
-	return r.share(r.cfg.mesosOpts.replace)
+	return r.share(r.Opts.Replace)
 }
 
 // share is how many running tasks make share of them, at least one.
@@ -148,7 +148,7 @@ func (r *mesosRun) changeKind(n int) string {
 	if n == 1 {
 		return "one task replaced"
 	}
-	return fmt.Sprintf("%.0f%% of tasks replaced", 100*r.cfg.mesosOpts.replace)
+	return fmt.Sprintf("%.0f%% of tasks replaced", 100*r.Opts.Replace)
 }
 
 // seriesSpecs are the kinds of poll, in the order they run: the same
@@ -161,23 +161,23 @@ func (r *mesosRun) seriesSpecs() []seriesSpec {
 	lots, _ := m.replace(r.base, many)
 	marshal := mesosstatetest.Marshal
 	return []seriesSpec{
-		{pollUnchanged, "the same bytes every poll", [][]byte{r.body}},
-		{pollSame, "new bytes, the same records: a running task's TASK_STARTING timestamp moves, in turn two values", [][]byte{marshal(touch(r.base, 1)), marshal(touch(r.base, 2))}},
-		{pollOne, "one running task replaced by a new instance, and back, in turn", [][]byte{r.body, marshal(one)}},
+		{PollUnchanged, "the same bytes every poll", [][]byte{r.body}},
+		{PollSame, "new bytes, the same records: a running task's TASK_STARTING timestamp moves, in turn two values", [][]byte{marshal(touch(r.base, 1)), marshal(touch(r.base, 2))}},
+		{PollOne, "one running task replaced by a new instance, and back, in turn", [][]byte{r.body, marshal(one)}},
 		{pollPercent, fmt.Sprintf("%s running tasks (%.0f%%) replaced by new instances, and back, in turn", toolreport.Thousands(few), 100*fewShare), [][]byte{r.body, marshal(some)}},
-		{pollMany, fmt.Sprintf("%s running tasks (%.0f%%) replaced by new instances, and back, in turn", toolreport.Thousands(many), 100*r.cfg.mesosOpts.replace), [][]byte{r.body, marshal(lots)}},
+		{pollMany, fmt.Sprintf("%s running tasks (%.0f%%) replaced by new instances, and back, in turn", toolreport.Thousands(many), 100*r.Opts.Replace), [][]byte{r.body, marshal(lots)}},
 	}
 }
 
 // pollerAfter reads the poller's memory after the poll tests, and how many
 // polls it made in all.
 func (r *mesosRun) pollerAfter() error {
-	poller := r.servers[keyMesosPoller]
+	poller := r.servers[KeyMesosPoller]
 	mem, err := poller.ReadMemory()
 	if err != nil {
 		return err
 	}
-	r.mr.Memory[keyMesosPoller] = mem
+	r.mr.Memory[KeyMesosPoller] = mem
 	if err := r.heapProfile(poller); err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (r *mesosRun) pollerAfter() error {
 	for _, result := range []string{"changed", "unchanged", "held", "error"} {
 		r.mr.PollerPolls += int(vals[`coredns_mesosschema_polls_total{result="`+result+`"}`])
 	}
-	logf("%s after the poll tests (%d polls in all): heap %.1f MiB, RSS %.1f MiB, peak RSS %.1f MiB", keyMesosPoller, r.mr.PollerPolls,
+	logf("%s after the poll tests (%d polls in all): heap %.1f MiB, RSS %.1f MiB, peak RSS %.1f MiB", KeyMesosPoller, r.mr.PollerPolls,
 		float64(mem.HeapInuse)/mib, float64(mem.RSS)/mib, float64(mem.PeakRSS)/mib)
 	return nil
 }
@@ -205,20 +205,20 @@ const profiledPolls = 6
 // profilePolls records the poller's CPU profile over a short series of
 // each kind given (-profile; not in the figures).
 func (r *mesosRun) profilePolls(ctx context.Context, specs ...seriesSpec) error {
-	if r.cfg.profile == "" {
+	if r.Profile == "" {
 		return nil
 	}
-	if err := os.MkdirAll(r.cfg.profile, 0o755); err != nil {
+	if err := os.MkdirAll(r.Profile, 0o755); err != nil {
 		return err
 	}
-	poller := r.servers[keyMesosPoller]
+	poller := r.servers[KeyMesosPoller]
 	for _, spec := range specs {
-		path := filepath.Join(r.cfg.profile, fmt.Sprintf("%s-poll-%s.cpu.pprof", r.mr.Shape.Name, spec.kind))
+		path := filepath.Join(r.Profile, fmt.Sprintf("%s-poll-%s.cpu.pprof", r.mr.Shape.Name, spec.kind))
 		// From the first poll of the series on, for about as many seconds
 		// as it has polls: the warm-up poll is not in the profile.
 		var done <-chan error
 		profile := func() { done = server.CPUProfile(poller, profiledPolls, path) }
-		if _, err := r.series(ctx, spec, profiledPolls, profile); err != nil {
+		if _, err := r.Series(ctx, spec, profiledPolls, profile); err != nil {
 			return err
 		}
 		if err := <-done; err != nil {
@@ -229,19 +229,19 @@ func (r *mesosRun) profilePolls(ctx context.Context, specs ...seriesSpec) error 
 	return nil
 }
 
-// series serves spec's bodies in turn, one per poll, and measures the
+// Series serves spec's bodies in turn, one per poll, and measures the
 // poller's CPU over n polls (the first body is served by a warm-up poll
 // before the window, so that the first poll measured is already of the
 // kind). started, when not nil, is called when the first poll measured
 // arrives (the warm-up poll's work is done by then); it must not block,
 // and what it sets is seen once series returns.
-func (r *mesosRun) series(ctx context.Context, spec seriesSpec, n int, started func()) (pollSeries, error) {
-	h := &seriesHook{poller: r.servers[keyMesosPoller], idle: r.servers[keyMesos], started: started}
+func (r *mesosRun) Series(ctx context.Context, spec seriesSpec, n int, started func()) (PollSeries, error) {
+	h := &seriesHook{poller: r.servers[KeyMesosPoller], idle: r.servers[KeyMesos], started: started}
 	r.si.setHook(h.sample)
 	defer r.si.setHook(nil)
 	first, last, mismatched, err := r.servePolls(ctx, spec.bodies, n, h)
 	if err != nil {
-		return pollSeries{}, err
+		return PollSeries{}, err
 	}
 	res := tally(spec, n, first, last)
 	if res.Mismatched = mismatched; mismatched > 0 {
@@ -342,9 +342,9 @@ func (r *mesosRun) servePolls(ctx context.Context, bodies [][]byte, n int, h *se
 }
 
 // tally is a series' figures from the samples at the window's ends.
-func tally(spec seriesSpec, n int, first, last pollEvent) pollSeries {
+func tally(spec seriesSpec, n int, first, last pollEvent) PollSeries {
 	a, b := first.sample, last.sample
-	res := pollSeries{Kind: spec.kind, What: spec.what, Polls: n, Seconds: last.arrived.Sub(first.arrived).Seconds(),
+	res := PollSeries{Kind: spec.kind, What: spec.what, Polls: n, Seconds: last.arrived.Sub(first.arrived).Seconds(),
 		CPU: b.cpu - a.cpu, IdleCPU: b.idle - a.idle, SerialBefore: a.serial, SerialAfter: b.serial, Results: map[string]int{}}
 	grew := func(name string) float64 { return b.metrics[name] - a.metrics[name] }
 	for _, result := range []string{"changed", "unchanged", "held", "error"} {
@@ -365,13 +365,13 @@ type preparedChange struct {
 	probe probe
 }
 
-// answerTimes serves changes, each replacing n running tasks of the
+// AnswerTimes serves changes, each replacing n running tasks of the
 // state served before it, one a poll, and times each from the master's
 // answer to the poll that carries it to the first DNS answer that shows
 // it.
-func (r *mesosRun) answerTimes(ctx context.Context, n int) (answerTimes, error) {
-	res := answerTimes{Kind: r.changeKind(n), Replaced: n}
-	changes := r.cfg.mesosOpts.changes
+func (r *mesosRun) answerTimes(ctx context.Context, n int) (AnswerTimes, error) {
+	res := AnswerTimes{Kind: r.changeKind(n), Replaced: n}
+	changes := r.Opts.Changes
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	prepared := r.prepareChanges(ctx, n, changes)
@@ -438,7 +438,7 @@ func (r *mesosRun) prepareChanges(ctx context.Context, n, changes int) <-chan pr
 // without a value after latencyTimeout).
 func (r *mesosRun) watch(ctx context.Context, kind string, p probe) <-chan time.Time {
 	seen := make(chan time.Time, 1)
-	poller := r.servers[keyMesosPoller]
+	poller := r.servers[KeyMesosPoller]
 	go func() {
 		defer close(seen)
 		start := time.Now()

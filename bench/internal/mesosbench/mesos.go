@@ -1,4 +1,8 @@
-package main
+// Package mesosbench measures mesosschema on the Mesos shapes (M1, M2)
+// against CoreDNS's stock file plugin: a stand-in Mesos master behind a
+// tap, the poller's CPU per poll and poll-to-answer times, memory, and the
+// query mix at a fixed load.
+package mesosbench
 
 import (
 	"github.com/schemadns/schemadns/bench/internal/perf"
@@ -17,6 +21,7 @@ import (
 
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
+	"github.com/schemadns/schemadns/test/toolflags"
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
@@ -38,38 +43,52 @@ import (
 //  4. compares the answers of mesosschema and file to the mix, then runs
 //     the rounds of the mix at a fixed load on both, interleaved.
 
-// mesosConfig are the Mesos shapes' flags.
-type mesosConfig struct {
-	changes, polls int
-	replace        float64
-	qps            int
+// Config are the Mesos shapes' flags (-mesos-*).
+type Config struct {
+	Changes, Polls int
+	Replace        float64
+	QPS            int
 }
+
+// Env is what the measurement of a Mesos shape takes from the run.
+type Env struct {
+	perf.Settings
+	Opts    Config
+	Profile string // -profile: where profiles go ("" for none)
+	Work    string // the work directory: Corefiles, logs, the zone file, the mix
+	// Targets are the run's targets by key, which each server started
+	// joins with its label.
+	Targets map[string]string
+}
+
+// logf prints progress with the time since start.
+var logf = toolflags.Logf
 
 // The Mesos targets' keys.
 const (
-	keyMesos       = "mesosschema"
-	keyMesosPoller = "mesosschema-poller"
-	keyFile        = "file"
+	KeyMesos       = "mesosschema"
+	KeyMesosPoller = "mesosschema-poller"
+	KeyFile        = "file"
 )
 
-// testMesosMix is the Mesos query mix at a fixed load, in perfFigures.
-const testMesosMix = "mesos-mix"
+// TestMix is the Mesos query mix at a fixed load, in perfFigures.
+const TestMix = "mesos-mix"
 
 // pollRefresh is the poller's refresh, the shortest mesosschema takes.
 const pollRefresh = time.Second
 
-// mesosTTL is the TTL of every target's records (the file plugin's come
+// TTL is the TTL of every target's records (the file plugin's come
 // from the AXFR).
-const mesosTTL = 60
+const TTL = 60
 
 var (
-	targetMesos = server.Target{Key: keyMesos, Label: "mesosschema (ours), polling the master once an hour: no poll falls in a query run",
+	targetMesos = server.Target{Key: KeyMesos, Label: "mesosschema (ours), polling the master once an hour: no poll falls in a query run",
 		Stanza: func(master string) string { return mesosStanza(master, "1h", "") }}
-	targetMesosPoller = server.Target{Key: keyMesosPoller, Label: "mesosschema (ours), polling the master every second, with the stock transfer plugin (the AXFR)",
+	targetMesosPoller = server.Target{Key: KeyMesosPoller, Label: "mesosschema (ours), polling the master every second, with the stock transfer plugin (the AXFR)",
 		Stanza: func(master string) string {
 			return mesosStanza(master, pollRefresh.String(), "transfer "+strings.TrimSuffix(mesosZone, ".")+" {\n        to *\n    }")
 		}}
-	targetFile = server.Target{Key: keyFile, Label: "CoreDNS's stock file plugin serving the same records, a zone file made from mesosschema's AXFR",
+	targetFile = server.Target{Key: KeyFile, Label: "CoreDNS's stock file plugin serving the same records, a zone file made from mesosschema's AXFR",
 		Stanza: func(zonefile string) string { return "file " + zonefile + " " + strings.TrimSuffix(mesosZone, ".") }}
 )
 
@@ -77,19 +96,19 @@ var (
 // the plugins that follow it in the block.
 func mesosStanza(master, refresh, after string) string {
 	s := fmt.Sprintf("mesosschema %s {\n        masters %s\n        refresh %s\n        ttl %d\n    }",
-		strings.TrimSuffix(mesosZone, "."), master, refresh, mesosTTL)
+		strings.TrimSuffix(mesosZone, "."), master, refresh, TTL)
 	if after != "" {
 		s += "\n    " + after
 	}
 	return s
 }
 
-// mesosResult are the figures of one Mesos shape.
-type mesosResult struct {
-	Shape mesosShape
+// Result are the figures of one Mesos shape.
+type Result struct {
+	Shape Shape
 	// From names the earlier run the shape was kept from (-keep-others).
 	From  string `json:",omitempty"`
-	State stateFacts
+	State StateFacts
 	// Memory is by target: mesosschema and file at rest after the state is
 	// loaded, the poller after the poll tests.
 	Memory map[string]server.Memory
@@ -99,8 +118,8 @@ type mesosResult struct {
 	// PollerPolls are the polls the poller made in all, by its
 	// polls_total, when its memory was read after the poll tests.
 	PollerPolls int
-	Polls       []pollSeries
-	Latency     []answerTimes
+	Polls       []PollSeries
+	Latency     []AnswerTimes
 	Perf        *perf.Figures // the mix at a fixed load, mesosschema and file
 	Mix         string
 	MixCommand  string
@@ -112,8 +131,8 @@ type mesosResult struct {
 
 // mesosRun is the state of one Mesos shape's measurement.
 type mesosRun struct {
-	*env
-	mr      *mesosResult
+	*Env
+	mr      *Result
 	si      *standIn
 	base    *mesosstate.State
 	body    []byte
@@ -122,16 +141,16 @@ type mesosRun struct {
 	mixFile string
 }
 
-// measureMesos measures one Mesos shape.
-func (e *env) measureMesos(ctx context.Context, sh mesosShape) (*mesosResult, error) {
-	mr := &mesosResult{Shape: sh, Memory: map[string]server.Memory{}, FirstAnswer: map[string]float64{}}
-	logf("%s %s: %s", sh.Name, sh.Title, sh.describe())
+// Measure measures one Mesos shape.
+func Measure(ctx context.Context, e *Env, sh Shape) (*Result, error) {
+	mr := &Result{Shape: sh, Memory: map[string]server.Memory{}, FirstAnswer: map[string]float64{}}
+	logf("%s %s: %s", sh.Name, sh.Title, sh.Describe())
 	si, err := startStandIn()
 	if err != nil {
 		return mr, err
 	}
 	defer si.close()
-	r := &mesosRun{env: e, mr: mr, si: si, servers: map[string]*server.Server{}}
+	r := &mesosRun{Env: e, mr: mr, si: si, servers: map[string]*server.Server{}}
 	defer r.stop()
 	if err := r.prepare(); err != nil {
 		return mr, err
@@ -142,7 +161,7 @@ func (e *env) measureMesos(ctx context.Context, sh mesosShape) (*mesosResult, er
 	if err := r.pollTests(ctx); err != nil {
 		return mr, err
 	}
-	r.stop(keyMesosPoller)
+	r.stop(KeyMesosPoller)
 	return mr, r.queryTests(ctx)
 }
 
@@ -192,7 +211,7 @@ func (r *mesosRun) startAll(ctx context.Context) error {
 		return err
 	}
 	r.mr.State.ZoneRecords = len(z.rrs)
-	zoneFile := filepath.Join(r.work, r.mr.Shape.Name+"-mesos.zone")
+	zoneFile := filepath.Join(r.Work, r.mr.Shape.Name+"-mesos.zone")
 	if err := z.write(zoneFile); err != nil {
 		return err
 	}
@@ -224,7 +243,7 @@ func (r *mesosRun) startServing(ctx context.Context, zoneFile string) error {
 		logf("%s answers %s after start; heap %.1f MiB, RSS %.1f MiB (peak %.1f MiB)", s, s.SyncTime.Round(time.Millisecond),
 			float64(m.HeapInuse)/mib, float64(m.RSS)/mib, float64(m.PeakRSS)/mib)
 	}
-	vals, err := server.PromValues(r.servers[keyMesos])
+	vals, err := server.PromValues(r.servers[KeyMesos])
 	if err != nil {
 		return err
 	}
@@ -248,18 +267,18 @@ func (r *mesosRun) writeMix(z *zone) error {
 		return err
 	}
 	r.mr.Mix = querymix.Describe(mix)
-	r.mixFile = filepath.Join(r.work, r.mr.Shape.Name+"-mix.txt")
+	r.mixFile = filepath.Join(r.Work, r.mr.Shape.Name+"-mix.txt")
 	return querymix.WriteQueries(r.mixFile, querymix.Generate(mix, querymix.Lines))
 }
 
 // launch starts t reading source and waits for its answer to the probe.
 func (r *mesosRun) launch(ctx context.Context, t server.Target, source string) (*server.Server, error) {
-	s, err := server.Start(r.cfg.Options, r.work, source, r.mr.Shape.Name, t)
+	s, err := server.Start(r.Options, r.Work, source, r.mr.Shape.Name, t)
 	if err != nil {
 		return nil, err
 	}
 	r.servers[t.Key] = s
-	r.res.Targets[t.Key] = t.Label
+	r.Targets[t.Key] = t.Label
 	if err := s.WaitSynced(ctx, r.probes, 2*time.Minute); err != nil {
 		return nil, err
 	}
@@ -274,7 +293,7 @@ func (r *mesosRun) stop(keys ...string) { server.StopAll(r.servers, keys...) }
 // at rest, the poller's after the poll tests (compare them with pprof
 // -base).
 func (r *mesosRun) heapProfile(s *server.Server) error {
-	return server.SaveHeapProfile(r.cfg.profile, r.mr.Shape.Name, s)
+	return server.SaveHeapProfile(r.Profile, r.mr.Shape.Name, s)
 }
 
 // note records something the figures should be read with.
@@ -287,19 +306,19 @@ func (r *mesosRun) note(format string, args ...any) {
 // queryTests compares the answers of mesosschema and file to the mix and
 // runs the rounds: the mix at a fixed load on each in turn.
 func (r *mesosRun) queryTests(ctx context.Context) error {
-	ours, file := r.servers[keyMesos], r.servers[keyFile]
+	ours, file := r.servers[KeyMesos], r.servers[KeyFile]
 	p := &perf.Figures{Rates: map[string]int{}, Calibration: map[string]map[string]float64{}}
 	r.mr.Perf = p
 	c := server.Compare(ours, file, r.mixFile)
 	logf("answers %s: %d of %d distinct queries differ", c.Pair, c.Differing, c.Compared)
 	p.CrossCheck = []server.CrossCheck{c}
-	plans := []perf.Plan{{Name: testMesosMix, Targets: []*server.Server{ours, file},
-		Spec: perf.Spec{File: r.mixFile, Duration: r.cfg.Duration, Clients: 4, Outstanding: 100, Verbose: true}}}
-	if err := perf.Calibrate(ctx, r.cfg.Settings, &plans[0], r.cfg.mesosOpts.qps, p); err != nil {
+	plans := []perf.Plan{{Name: TestMix, Targets: []*server.Server{ours, file},
+		Spec: perf.Spec{File: r.mixFile, Duration: r.Duration, Clients: 4, Outstanding: 100, Verbose: true}}}
+	if err := perf.Calibrate(ctx, r.Settings, &plans[0], r.Opts.QPS, p); err != nil {
 		return err
 	}
-	r.mr.MixCommand = plans[0].Spec.Command(r.cfg.Settings)
-	return perf.RunRounds(ctx, r.cfg.Settings, plans, p)
+	r.mr.MixCommand = plans[0].Spec.Command(r.Settings)
+	return perf.RunRounds(ctx, r.Settings, plans, p)
 }
 
 // mesosSerial is the SOA serial of s's zone.
@@ -319,17 +338,32 @@ func mesosSerial(s *server.Server) (uint32, error) {
 // pinSelf puts this process's threads on the client CPU (the stand-in
 // master and the checkers run there, off the server's CPU); unpinSelf
 // undoes it.
-func pinSelf(cfg *config) error {
+func pinSelf(cfg server.Options) error {
 	if !cfg.Pin {
 		return nil
 	}
 	return server.SetAffinity(os.Getpid(), fmt.Sprint(cfg.ClientCPU))
 }
 
-func unpinSelf(cfg *config) {
+func unpinSelf(cfg server.Options) {
 	if cfg.Pin {
 		if err := server.SetAffinity(os.Getpid(), server.AllCPUs()); err != nil {
 			logf("%v", err)
 		}
 	}
 }
+
+// Series is the shape's poll series of a kind (Polls 0 when not measured).
+func (mr *Result) Series(kind string) PollSeries {
+	if mr == nil {
+		return PollSeries{}
+	}
+	for _, s := range mr.Polls {
+		if s.Kind == kind {
+			return s
+		}
+	}
+	return PollSeries{}
+}
+
+const mib = 1 << 20

@@ -1,4 +1,4 @@
-package main
+package mesosbench
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
-// mesosShape is a Mesos cluster mesosschema is measured on: a master's
+// Shape is a Mesos cluster mesosschema is measured on: a master's
 // state made by mesosstatetest.Generate.
-type mesosShape struct {
+type Shape struct {
 	Name  string // M1 …
 	Title string // what it stands for
 	Gen   mesosstatetest.GenOptions
@@ -21,8 +21,8 @@ type mesosShape struct {
 	Worst bool
 }
 
-// describe is the options that make the state, for the report.
-func (s mesosShape) describe() string {
+// Describe is the options that make the state, for the report.
+func (s Shape) Describe() string {
 	g := s.Gen
 	instances := fmt.Sprintf("1–%d instances an app", g.MaxInstances)
 	if g.MaxInstances <= 0 {
@@ -38,9 +38,9 @@ func (s mesosShape) describe() string {
 		100*g.NetInfo, 100*g.DockerLabel, 100*g.Discovery, 100*g.IPv6Agents, 100*g.OddNames, g.Seed)
 }
 
-// mesosShapesAt are the Mesos shapes of each scale: mesosstatetest's
+// ShapesAt are the Mesos shapes of each scale: mesosstatetest's
 // benchmark shapes, and a tenth of each for development.
-var mesosShapesAt = map[string][]mesosShape{
+var ShapesAt = map[string][]Shape{
 	"default": {
 		{Name: "M1", Title: "Mesos cluster", Gen: mesosstatetest.BenchShape},
 		{Name: "M2", Title: "Mesos, worst case: every task its own name, dual stack, named ports", Gen: mesosstatetest.BenchShapeWorst, Worst: true},
@@ -57,8 +57,8 @@ func tenth(g mesosstatetest.GenOptions) mesosstatetest.GenOptions {
 	return g
 }
 
-// stateFacts describe a generated state, for the report.
-type stateFacts struct {
+// StateFacts describe a generated state, for the report.
+type StateFacts struct {
 	Running, Other       int // tasks running, and in other states
 	Apps                 int // distinct task names (per framework) of the running tasks
 	Frameworks, Agents   int
@@ -67,8 +67,8 @@ type stateFacts struct {
 	ZoneRecords          int // records of its AXFR, the file plugin's zone
 }
 
-func factsOf(st *mesosstate.State) stateFacts {
-	f := stateFacts{Frameworks: len(st.Frameworks), Agents: len(st.Slaves)}
+func factsOf(st *mesosstate.State) StateFacts {
+	f := StateFacts{Frameworks: len(st.Frameworks), Agents: len(st.Slaves)}
 	apps := map[string]bool{}
 	for _, fw := range st.Frameworks {
 		for _, t := range fw.Tasks {
