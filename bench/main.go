@@ -20,6 +20,8 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/report"
+
 	"github.com/schemadns/schemadns/bench/internal/mesosbench"
 
 	"github.com/schemadns/schemadns/bench/internal/churn"
@@ -159,7 +161,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if cfg.rewrite {
-		err = rewrite(cfg)
+		err = report.Rewrite(cfg.OutDir)
 	} else {
 		err = run(ctx, cfg, os.Args[1:])
 	}

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/results"
+
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"context"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/schemadns/schemadns/test/kubeapi"
@@ -23,11 +24,6 @@ import (
 // server is measured alone, freshly started, with no query load.
 
 const (
-	// relistSettle is how long after its first complete answer a server
-	// runs before its steady figures are read and the outage begins.
-	relistSettle = 10 * time.Second
-	// relistSample is the period of the heap samples.
-	relistSample = 100 * time.Millisecond
 	// relistIdle: once every resource has listed again, the relist is
 	// over when the server's CPU stayed under relistIdleShare of a core
 	// for this long.
@@ -41,77 +37,18 @@ const (
 	relistMax = 15 * time.Minute
 )
 
-// relistResult is one server's forced relist.
-type relistResult struct {
-	Revision int64 // etcd compacted to
-	// DownSeconds run from the API server's stop to its /readyz ok again,
-	// the compaction included.
-	DownSeconds float64
-	// SteadyRSS and SteadyHeap are VmRSS and go_memstats_heap_inuse_bytes
-	// (no forced GC) just before the outage, relistSettle after the
-	// server's first complete answer.
-	SteadyRSS, SteadyHeap int64
-	// PeakRSS is VmHWM, reset just before the outage, read at the end.
-	PeakRSS int64
-	// PeakHeap is the largest go_memstats_heap_inuse_bytes of HeapSamples
-	// read from the server's /metrics every relistSample from the outage
-	// to the end (a sample the busy server answers late comes late).
-	PeakHeap    int64
-	HeapSamples int
-	// Seconds run from the API server ready to the end of the wait: every
-	// resource relisted and the server idle for relistIdle.
-	Seconds   float64
-	Resources []resourceRelist
-	// AnswersAfter is empty when every probe answered completely after
-	// the relist, else what did not.
-	AnswersAfter string
-}
-
-// resourceRelist is one resource a server watches, through the relist.
-type resourceRelist struct {
-	Resource string
-	// Before and After are ours' coredns_watchcache_relists_total of the
-	// resource; -1 for stock, which has no such counter.
-	Before, After float64
-	// Lists are the lists the API server served the server since the
-	// outage, from its audit log.
-	Lists int
-}
-
-// relisted tells whether the resource was listed again: in the audit log,
-// and for ours in its counter too.
-func (rr resourceRelist) relisted() bool {
-	return rr.Lists > 0 && (rr.Before < 0 || rr.After > rr.Before)
-}
-
-// allRelisted tells whether every resource was listed again.
-func (r *relistResult) allRelisted() bool {
-	return len(r.Resources) > 0 && !slices.ContainsFunc(r.Resources, func(rr resourceRelist) bool { return !rr.relisted() })
-}
-
-// notRelisted names the resources that were not listed again.
-func (r *relistResult) notRelisted() []string {
-	var out []string
-	for _, rr := range r.Resources {
-		if !rr.relisted() {
-			out = append(out, rr.Resource)
-		}
-	}
-	return out
-}
-
 // relist starts t alone, lets it settle, forces the relist and measures
 // it; the server is stopped at the end.
-func (r *shapeRun) relist(ctx context.Context, t server.Target, audit string) (*relistResult, error) {
+func (r *shapeRun) relist(ctx context.Context, t server.Target, audit string) (*results.RelistResult, error) {
 	s, err := r.launch(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	defer r.stop(t.Key)
-	if err := toolflags.SleepCtx(ctx, relistSettle); err != nil {
+	if err := toolflags.SleepCtx(ctx, results.RelistSettle); err != nil {
 		return nil, err
 	}
-	res := &relistResult{}
+	res := &results.RelistResult{}
 	resources, err := r.watched(s)
 	if err != nil {
 		return nil, err
@@ -151,27 +88,9 @@ func (r *shapeRun) relist(ctx context.Context, t server.Target, audit string) (*
 		res.AnswersAfter = err.Error()
 	}
 	logf("relist of %s: %s; steady RSS %.1f MiB, peak %.1f MiB (%.2f×), heap %.1f → peak %.1f MiB (%d samples), over %.1f s after the API server was back",
-		s, relistText(res), float64(res.SteadyRSS)/mib, float64(res.PeakRSS)/mib, float64(res.PeakRSS)/float64(res.SteadyRSS),
+		s, results.RelistText(res), float64(res.SteadyRSS)/mib, float64(res.PeakRSS)/mib, float64(res.PeakRSS)/float64(res.SteadyRSS),
 		float64(res.SteadyHeap)/mib, float64(res.PeakHeap)/mib, res.HeapSamples, res.Seconds)
 	return res, nil
-}
-
-// relistText is what relisted: "every resource (services 1, …)" or the
-// ones that did not.
-func relistText(res *relistResult) string {
-	var parts []string
-	for _, rr := range res.Resources {
-		p := fmt.Sprintf("%s %d", rr.Resource, rr.Lists)
-		if rr.Before >= 0 {
-			p += fmt.Sprintf(" (counter %.0f → %.0f)", rr.Before, rr.After)
-		}
-		parts = append(parts, p)
-	}
-	lists := strings.Join(parts, ", ")
-	if res.allRelisted() {
-		return "every resource listed again: " + lists
-	}
-	return fmt.Sprintf("NOT listed again: %s (lists since the outage: %s)", strings.Join(res.notRelisted(), ", "), lists)
 }
 
 // stockResources are the informers stock runs: its namespace informer
@@ -186,11 +105,11 @@ func stockResources(pods string) []string {
 
 // watched are the resources s watches, each with ours' relist counter:
 // for ours those of its informers gauge, for stock stockResources.
-func (r *shapeRun) watched(s *server.Server) ([]resourceRelist, error) {
+func (r *shapeRun) watched(s *server.Server) ([]results.ResourceRelist, error) {
 	if s.Key != server.KeyOurs {
-		var out []resourceRelist
+		var out []results.ResourceRelist
 		for _, res := range stockResources(r.sr.Run.Pods) {
-			out = append(out, resourceRelist{Resource: res, Before: -1, After: -1})
+			out = append(out, results.ResourceRelist{Resource: res, Before: -1, After: -1})
 		}
 		return out, nil
 	}
@@ -202,10 +121,10 @@ func (r *shapeRun) watched(s *server.Server) ([]resourceRelist, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []resourceRelist
+	var out []results.ResourceRelist
 	for _, res := range slices.Sorted(maps.Keys(informers)) {
 		if informers[res] > 0 {
-			out = append(out, resourceRelist{Resource: res, Before: relists[res]})
+			out = append(out, results.ResourceRelist{Resource: res, Before: relists[res]})
 		}
 	}
 	if len(out) == 0 {
@@ -217,7 +136,7 @@ func (r *shapeRun) watched(s *server.Server) ([]resourceRelist, error) {
 // awaitRelist waits until every resource has been listed again and the
 // server has been idle for relistIdle, or, past relistGiveUp, only until
 // it is idle; it returns the resources with their lists and counters.
-func (r *shapeRun) awaitRelist(ctx context.Context, s *server.Server, resources []resourceRelist, audit string, offset int64, up time.Time) ([]resourceRelist, error) {
+func (r *shapeRun) awaitRelist(ctx context.Context, s *server.Server, resources []results.ResourceRelist, audit string, offset int64, up time.Time) ([]results.ResourceRelist, error) {
 	idle := newIdleWatch(s.PID())
 	end := up.Add(relistMax)
 	for {
@@ -238,7 +157,7 @@ func (r *shapeRun) awaitRelist(ctx context.Context, s *server.Server, resources 
 			if rr.Before >= 0 {
 				rr.After = counters[rr.Resource]
 			}
-			done = done && rr.relisted()
+			done = done && rr.Relisted()
 		}
 		quiet := idle.check()
 		switch {
@@ -296,9 +215,9 @@ func heapInuse(s *server.Server) int64 {
 	return int64(m[""])
 }
 
-// sampleHeap samples the server's heap in use every relistSample.
+// sampleHeap samples the server's heap in use every results.RelistSample.
 func sampleHeap(s *server.Server) *server.PeakWatch {
-	return server.WatchPeak(relistSample, func() (int64, bool) {
+	return server.WatchPeak(results.RelistSample, func() (int64, bool) {
 		v := heapInuse(s)
 		return v, v > 0
 	})

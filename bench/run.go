@@ -1,6 +1,10 @@
 package main
 
 import (
+	"github.com/schemadns/schemadns/bench/internal/report"
+
+	"github.com/schemadns/schemadns/bench/internal/results"
+
 	"github.com/schemadns/schemadns/bench/internal/mesosbench"
 
 	"github.com/schemadns/schemadns/bench/internal/churn"
@@ -27,79 +31,11 @@ import (
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
-// results are everything the report is written from (and docs/benchmarks.json).
-type results struct {
-	Started, Finished time.Time
-	Command           string
-	Note              string
-	Scale             string
-	Machine           machine
-	Rounds            int
-	Duration          string
-	SatDuration       string
-	Changes           int
-	Benchtime         string
-	Pinning           string
-	Churn             churnSettings
-	Mix, MCMix        string
-	Commands          map[string]string // test → the dnsperf command
-	GoBenchCommand    string
-	Targets           map[string]string // key → what it is
-	Shapes            []*shapeResult
-	// Mesos are the Mesos shapes' figures (mesos.go).
-	Mesos  []*mesosbench.Result
-	Errors []string
-}
-
-// churnSettings are the churn's settings, for the report.
-type churnSettings struct {
-	Rate, Writers, CheckRate int
-	Duration                 string
-}
-
-// shapeResult are the figures of one shape.
-type shapeResult struct {
-	Shape       fixture.Shape
-	LoadSeconds float64
-	Memory      map[string]server.Memory // by target: after sync and a forced GC
-	// FirstAnswer is by target the seconds from a process's start to the
-	// probes' complete answers, one per start (the last start is the
-	// process measured afterwards).
-	FirstAnswer map[string][]float64
-	// Together is the same, for ours and stock started at the same moment
-	// against the one API server, unpinned, -starts times.
-	Together map[string][]float64
-	Churn    *churn.Result
-	Perf     *perf.Figures // the CPU, TCP and latency tests (the default fixture only)
-	// Run is what a run of the threshold shape (S5) measures besides.
-	Run *thresholdRun `json:",omitempty"`
-	// From names the earlier run the shape was kept from (-keep-others);
-	// empty for the run's own.
-	From string `json:",omitempty"`
-}
-
-// label is the shape's name in the tables, with the run's on the
-// threshold shape: "S2", "S5, pods verified".
-func (sr *shapeResult) label() string {
-	if sr.Run != nil {
-		return sr.Run.label(sr.Shape.Name)
-	}
-	return sr.Shape.Name
-}
-
-// short is label for the chart's groups: "S2", "S5 pods".
-func (sr *shapeResult) short() string {
-	if sr.Run != nil {
-		return sr.Run.short(sr.Shape.Name)
-	}
-	return sr.Shape.Name
-}
-
 // env is one run's state.
 type env struct {
 	cfg       *config
 	work      string
-	res       *results
+	res       *results.Results
 	inprocess func() (string, error) // the benchmark binary, once built
 	// s5Load is the fixed load of the threshold shape's cluster mix when
 	// its first run calibrated it (S3 not measured, no -qps).
@@ -174,11 +110,11 @@ func run(ctx context.Context, cfg *config, args []string) error {
 		return fmt.Errorf("nothing measured: %s", strings.Join(e.res.Errors, "; "))
 	}
 	if cfg.keepOthers {
-		if err := keepOthers(cfg, e.res); err != nil {
+		if err := results.KeepOthers(cfg.OutDir, e.res); err != nil {
 			return err
 		}
 	}
-	if err := writeReport(cfg, e.res); err != nil {
+	if err := report.Write(cfg.OutDir, e.res); err != nil {
 		return err
 	}
 	logf("wrote %s", filepath.Join(cfg.OutDir, "benchmarks.md"))
@@ -210,16 +146,16 @@ func checkTools(cfg *config) error {
 	return nil
 }
 
-func newResults(cfg *config, args []string) *results {
+func newResults(cfg *config, args []string) *results.Results {
 	pinning := "none (-pin=false)"
 	if cfg.Pin {
 		pinning = fmt.Sprintf("taskset: every DNS server process and the in-process benchmark on CPU %d (so GOMAXPROCS=1 for all), dnsperf on CPU %d", cfg.ServerCPU, cfg.ClientCPU)
 	}
-	return &results{
+	return &results.Results{
 		Started: time.Now(), Command: "cd bench && go run . " + toolflags.ShellJoin(args), Note: cfg.Note, Scale: cfg.Scale,
-		Machine: readMachine(cfg.CoreDNS), Rounds: cfg.Rounds, Duration: cfg.Duration.String(), SatDuration: cfg.SatDuration.String(),
+		Machine: results.ReadMachine(cfg.CoreDNS), Rounds: cfg.Rounds, Duration: cfg.Duration.String(), SatDuration: cfg.SatDuration.String(),
 		Changes: cfg.changes, Benchtime: cfg.Benchtime, Pinning: pinning, Commands: map[string]string{},
-		Churn:   churnSettings{Rate: cfg.churn.Rate, Writers: cfg.churn.Writers, CheckRate: cfg.churn.CheckRate, Duration: cfg.churn.Duration.String()},
+		Churn:   results.ChurnSettings{Rate: cfg.churn.Rate, Writers: cfg.churn.Writers, CheckRate: cfg.churn.CheckRate, Duration: cfg.churn.Duration.String()},
 		Targets: map[string]string{},
 	}
 }
@@ -228,7 +164,7 @@ func newResults(cfg *config, args []string) *results {
 // threshold shape, thresholds.go).
 type shapeRun struct {
 	*env
-	sr      *shapeResult
+	sr      *results.ShapeResult
 	cluster *kubeapi.Cluster
 	fix     *fixture.Fixture          // the fixture's objects (S1–S4)
 	changes *fixture.Changer          // the programming-latency services (Perf shapes)
@@ -253,8 +189,8 @@ type shapeRun struct {
 // starts the targets one after the other (each timed to its first complete
 // answer and its memory read), runs the default fixture's tests when the
 // shape has them, then the churn, and stops everything.
-func (e *env) measureShape(ctx context.Context, sh fixture.Shape) (*shapeResult, error) {
-	sr := &shapeResult{Shape: sh, Memory: map[string]server.Memory{}, FirstAnswer: map[string][]float64{}, Together: map[string][]float64{}}
+func (e *env) measureShape(ctx context.Context, sh fixture.Shape) (*results.ShapeResult, error) {
+	sr := &results.ShapeResult{Shape: sh, Memory: map[string]server.Memory{}, FirstAnswer: map[string][]float64{}, Together: map[string][]float64{}}
 	logf("%s %s: %s", sh.Name, sh.Title, sh.Describe())
 	logFile, err := os.Create(filepath.Join(e.work, sh.Name+"-kubeapi.log"))
 	if err != nil {
@@ -626,3 +562,5 @@ func (r *shapeRun) goBench(ctx context.Context) error {
 	r.sr.Perf.GoBench, err = perf.RunInprocess(ctx, r.cfg.Settings, bin, r.cluster.Kubeconfig, r.files.cases, r.files.mix)
 	return err
 }
+
+const mib = 1 << 20

@@ -5,6 +5,7 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/fixture"
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/querymix"
+	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"context"
@@ -34,40 +35,6 @@ import (
 // both plugins.
 var podModes = []string{"disabled", "verified"}
 
-// thresholdRun is what only a run of the threshold shape has.
-type thresholdRun struct {
-	Pods   string // the pods option of both plugins: disabled (no pod watch) or verified
-	Counts clustershape.Counts
-	// Writers wrote the shape, once for both runs, in LoadSeconds of the
-	// first run's shapeResult (the second's is the same figure).
-	Writers int
-	// CPU is the cluster mix over UDP at a fixed load on kubeschema, stock
-	// and the floor (perfFigures' testMixed only).
-	CPU *perf.Figures
-	// LoadFrom says where CPU's fixed load comes from: S3's in this run,
-	// -qps, or the calibration of the first S5 run.
-	LoadFrom string
-	Command  string // the dnsperf command of the mix
-	// Relist is the forced relist, by target, each server alone.
-	Relist map[string]*relistResult
-}
-
-// label is the run's name in the tables: "S5, no pod watch".
-func (r *thresholdRun) label(shapeName string) string {
-	if r.Pods == "disabled" {
-		return shapeName + ", no pod watch"
-	}
-	return shapeName + ", pods " + r.Pods
-}
-
-// short is the run's name in the chart: "S5", "S5 pods".
-func (r *thresholdRun) short(shapeName string) string {
-	if r.Pods == "disabled" {
-		return shapeName
-	}
-	return shapeName + " pods"
-}
-
 // thresholdData is the threshold shape as loaded: what its runs ask, wait
 // for and rewrite.
 type thresholdData struct {
@@ -85,7 +52,7 @@ type thresholdData struct {
 // measureThresholds starts the threshold shape's API server (with an audit
 // log of lists and watches, which shows stock's relists), loads the shape
 // once and measures each run on it; it returns the runs measured.
-func (e *env) measureThresholds(ctx context.Context, sh fixture.Shape) ([]*shapeResult, error) {
+func (e *env) measureThresholds(ctx context.Context, sh fixture.Shape) ([]*results.ShapeResult, error) {
 	l, err := sh.Cluster.Layout()
 	if err != nil {
 		return nil, err
@@ -120,20 +87,20 @@ func (e *env) measureThresholds(ctx context.Context, sh fixture.Shape) ([]*shape
 	if err != nil {
 		return nil, err
 	}
-	var out []*shapeResult
+	var out []*results.ShapeResult
 	for _, pods := range podModes {
 		if ctx.Err() != nil {
 			break
 		}
-		sr := &shapeResult{Shape: sh, LoadSeconds: loaded, Memory: map[string]server.Memory{}, FirstAnswer: map[string][]float64{},
+		sr := &results.ShapeResult{Shape: sh, LoadSeconds: loaded, Memory: map[string]server.Memory{}, FirstAnswer: map[string][]float64{},
 			Together: map[string][]float64{},
-			Run:      &thresholdRun{Pods: pods, Counts: l.Counts(), Writers: e.cfg.s5Writers, Relist: map[string]*relistResult{}}}
+			Run:      &results.ThresholdRun{Pods: pods, Counts: l.Counts(), Writers: e.cfg.s5Writers, Relist: map[string]*results.RelistResult{}}}
 		err := e.thresholdRun(ctx, sr, c, d, audit)
 		if len(sr.Memory) > 0 {
 			out = append(out, sr)
 		}
 		if err != nil {
-			return out, fmt.Errorf("%s: %w", sr.label(), err)
+			return out, fmt.Errorf("%s: %w", sr.Label(), err)
 		}
 	}
 	return out, nil
@@ -143,12 +110,12 @@ func (e *env) measureThresholds(ctx context.Context, sh fixture.Shape) ([]*shape
 // started in turn and timed to their first complete answer (the last start
 // of each measured), the cluster mix at a fixed load on them and on the
 // floor, the churn, then the forced relist of each alone.
-func (e *env) thresholdRun(ctx context.Context, sr *shapeResult, c *kubeapi.Cluster, d *thresholdData, audit string) error {
+func (e *env) thresholdRun(ctx context.Context, sr *results.ShapeResult, c *kubeapi.Cluster, d *thresholdData, audit string) error {
 	ours, stock := server.KubeTargets(sr.Run.Pods)
 	r := &shapeRun{env: e, sr: sr, cluster: c, servers: map[string]*server.Server{}, ours: ours, stock: stock,
 		tag: sr.Shape.Name + "-pods-" + sr.Run.Pods, thr: d, churner: d.churner}
 	defer r.stop()
-	logf("%s: both plugins with pods %s", sr.label(), sr.Run.Pods)
+	logf("%s: both plugins with pods %s", sr.Label(), sr.Run.Pods)
 	if err := r.timedStarts(ctx); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/schemadns/schemadns/bench/internal/mesosbench"
 	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
 )
 
@@ -42,7 +43,7 @@ func mesosFixture(name string, unchangedMs, oneMs float64) *mesosbench.Result {
 
 // (The idle process's 10 ms is netted out of each series' CPU.)
 func TestMesosGoals(t *testing.T) {
-	res := &results{Mesos: []*mesosbench.Result{mesosFixture("M1", 40.5, 400.5), mesosFixture("M2", 60.5, 400.5)}}
+	res := &results.Results{Mesos: []*mesosbench.Result{mesosFixture("M1", 40.5, 400.5), mesosFixture("M2", 60.5, 400.5)}}
 	met := map[string]string{}
 	for _, g := range mesosGoals(res) {
 		met[g.Shape[:2]+" "+g.What[:12]] = g.Met
@@ -56,12 +57,12 @@ func TestMesosGoals(t *testing.T) {
 			t.Errorf("%s: %q, want %q (all: %v)", k, met[k], v, met)
 		}
 	}
-	if got := mesosGoals(&results{}); len(got) != 6 || got[0].Met != "not measured" {
+	if got := mesosGoals(&results.Results{}); len(got) != 6 || got[0].Met != "not measured" {
 		t.Errorf("no Mesos shape measured: %+v", got)
 	}
 	moved := mesosFixture("M1", 10, 400)
 	moved.Polls[0].SerialAfter = 8
-	for _, g := range mesosGoals(&results{Mesos: []*mesosbench.Result{moved}}) {
+	for _, g := range mesosGoals(&results.Results{Mesos: []*mesosbench.Result{moved}}) {
 		if strings.HasPrefix(g.What, "unchanged polls") && g.Shape[:2] == "M1" && g.Met != "not met" {
 			t.Errorf("a serial that moved during unchanged polls: %s", g.Met)
 		}
@@ -71,7 +72,7 @@ func TestMesosGoals(t *testing.T) {
 // A Mesos-only run writes the Mesos section and leaves the chart of the
 // cluster shapes alone.
 func TestMesosReport(t *testing.T) {
-	res := &results{Started: time.Now(), Finished: time.Now(), Scale: "default",
+	res := &results.Results{Started: time.Now(), Finished: time.Now(), Scale: "default",
 		Mesos: []*mesosbench.Result{mesosFixture("M1", 40, 400), mesosFixture("M2", 60, 500)}, Targets: map[string]string{mesosbench.KeyMesos: "ours"}}
 	page := markdown(res)
 	for _, want := range []string{"## Mesos", "### Mesos shapes", "M2 is the worst case", "### M1: Mesos mix over UDP at 9000 queries/s",
@@ -86,16 +87,13 @@ func TestMesosReport(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	cfg := &config{}
-	cfg.OutDir = dir
-	if err := writeReport(cfg, res); err != nil {
+	if err := Write(dir, res); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "benchmarks.svg")); !os.IsNotExist(err) {
 		t.Errorf("a Mesos-only run wrote the chart: %v", err)
 	}
-	cfg.rewrite = true
-	if err := rewrite(cfg); err != nil {
+	if err := Rewrite(dir); err != nil {
 		t.Fatalf("rewrite from the JSON: %v", err)
 	}
 	again, _ := os.ReadFile(filepath.Join(dir, "benchmarks.md"))

@@ -1,7 +1,8 @@
-package main
+package report
 
 import (
 	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"fmt"
@@ -41,17 +42,17 @@ var (
 
 // panels are the chart's panels for the figures present: memory and
 // start-up by shape, then the default fixture's CPU and TCP answer size.
-func panels(res *results) []panel {
+func panels(res *results.Results) []panel {
 	var groups []string
-	var perfShape *shapeResult
+	var perfShape *results.ShapeResult
 	for _, sr := range res.Shapes {
-		groups = append(groups, sr.short())
+		groups = append(groups, sr.Short())
 		if sr.Perf != nil {
 			perfShape = sr
 		}
 	}
 	pair := []series{seriesOurs, seriesStock}
-	byShape := func(get func(sr *shapeResult, key string) float64) [][]float64 {
+	byShape := func(get func(sr *results.ShapeResult, key string) float64) [][]float64 {
 		out := make([][]float64, len(res.Shapes))
 		for g, sr := range res.Shapes {
 			for _, s := range pair {
@@ -72,15 +73,15 @@ func panels(res *results) []panel {
 		}
 		return out
 	}
-	heap := byShape(func(sr *shapeResult, k string) float64 { return float64(sr.Memory[k].HeapInuse) / mib })
-	rss := byShape(func(sr *shapeResult, k string) float64 { return float64(sr.Memory[k].RSS) / mib })
-	peak := byShape(func(sr *shapeResult, k string) float64 {
+	heap := byShape(func(sr *results.ShapeResult, k string) float64 { return float64(sr.Memory[k].HeapInuse) / mib })
+	rss := byShape(func(sr *results.ShapeResult, k string) float64 { return float64(sr.Memory[k].RSS) / mib })
+	peak := byShape(func(sr *results.ShapeResult, k string) float64 {
 		if sr.Churn == nil {
 			return 0
 		}
 		return float64(sr.Churn.PeakRSS[k]) / mib
 	})
-	first := byShape(func(sr *shapeResult, k string) float64 { return sr.firstAnswer(k) })
+	first := byShape(func(sr *results.ShapeResult, k string) float64 { return sr.FirstAnswerMedian(k) })
 	out := []panel{
 		{"Go heap after GC (MiB)", groups, pair, heap, "%.0f", goalOf(heap, 0.6)},
 		{"RSS after sync (MiB)", groups, pair, rss, "%.0f", goalOf(rss, math.NaN())},
@@ -118,7 +119,7 @@ const (
 )
 
 // chart draws the panels in a grid.
-func chart(res *results) string {
+func chart(res *results.Results) string {
 	ps := panels(res)
 	rows := (len(ps) + columns - 1) / columns
 	w, h := panelW*columns, panelH*rows+headerH

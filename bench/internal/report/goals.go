@@ -1,7 +1,8 @@
-package main
+package report
 
 import (
 	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"fmt"
@@ -11,10 +12,6 @@ import (
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
-// firstAnswer is the median time of a target's starts to its first
-// complete answer, seconds (0 when not measured).
-func (sr *shapeResult) firstAnswer(key string) float64 { return perf.Median(sr.FirstAnswer[key]) }
-
 // goal is one target, evaluated on the shape it is stated for.
 type goal struct {
 	What, Shape, Goal, Measured string
@@ -22,9 +19,9 @@ type goal struct {
 }
 
 // goals evaluates the targets on the shapes measured.
-func goals(res *results) []goal {
-	byName := map[string]*shapeResult{}
-	var perfShape *shapeResult
+func goals(res *results.Results) []goal {
+	byName := map[string]*results.ShapeResult{}
+	var perfShape *results.ShapeResult
 	for _, sr := range res.Shapes {
 		byName[sr.Shape.Name] = sr
 		if sr.Perf != nil {
@@ -88,7 +85,7 @@ func goals(res *results) []goal {
 		}
 		quiet = true
 		allSkipped = allSkipped && n == q.Updates
-		skipParts = append(skipParts, fmt.Sprintf("%s %d of %d", sr.label(), n, q.Updates))
+		skipParts = append(skipParts, fmt.Sprintf("%s %d of %d", sr.Label(), n, q.Updates))
 	}
 	if quiet {
 		skips.Measured, skips.Met = strings.Join(skipParts, "; "), toolreport.Met(allSkipped)
@@ -109,8 +106,8 @@ func goals(res *results) []goal {
 	ratio("answer size, "+big+" headless A over TCP: kubeschema / stock", shapeLabel(perfName), "≤ 0.50",
 		p.AnswerBytes(server.KeyOurs), p.AnswerBytes(server.KeyStock), 0.5, "bytes")
 	first := goal{What: "start to first complete answer, each started alone: kubeschema / stock", Shape: shapeLabel("S2"), Goal: "≤ 0.80", Met: "not measured", Measured: "–"}
-	if sr := byName["S2"]; sr != nil && sr.firstAnswer(server.KeyOurs) > 0 && sr.firstAnswer(server.KeyStock) > 0 {
-		a, b := sr.firstAnswer(server.KeyOurs), sr.firstAnswer(server.KeyStock)
+	if sr := byName["S2"]; sr != nil && sr.FirstAnswerMedian(server.KeyOurs) > 0 && sr.FirstAnswerMedian(server.KeyStock) > 0 {
+		a, b := sr.FirstAnswerMedian(server.KeyOurs), sr.FirstAnswerMedian(server.KeyStock)
 		first.Measured = fmt.Sprintf("%.2f (%.2f s / %.2f s, medians of %d starts each)", a/b, a, b, len(sr.FirstAnswer[server.KeyOurs]))
 		first.Met = toolreport.Met(a <= 0.8*b)
 	}
@@ -149,7 +146,7 @@ func goals(res *results) []goal {
 	out = append(out, alloc)
 	// The threshold shape's runs have rows of their own (thresholdGoals).
 	wrongs := goal{What: "wrong answers under EndpointSlice churn: kubeschema", Shape: "every shape measured", Goal: "0", Met: "not measured", Measured: "–"}
-	if slices.ContainsFunc(res.Shapes, func(sr *shapeResult) bool { return sr.Run != nil }) {
+	if slices.ContainsFunc(res.Shapes, func(sr *results.ShapeResult) bool { return sr.Run != nil }) {
 		wrongs.Shape = "every other shape measured"
 	}
 	var parts []string

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -7,11 +7,12 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/mesosbench"
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/querymix"
+	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // mesosShapeList is "M1, M2 (M2 the worst case)".
-func mesosShapeList(res *results) string {
+func mesosShapeList(res *results.Results) string {
 	var names, worst []string
 	for _, mr := range res.Mesos {
 		names = append(names, mr.Shape.Name)
@@ -29,7 +30,7 @@ func mesosShapeList(res *results) string {
 // mesosGoals are the targets of the Mesos shapes: an unchanged poll costs
 // at most a tenth of a changed one and publishes nothing; a new state with
 // the same records publishes nothing either.
-func mesosGoals(res *results) []goal {
+func mesosGoals(res *results.Results) []goal {
 	byName := map[string]*mesosbench.Result{}
 	for _, mr := range res.Mesos {
 		byName[mr.Shape.Name] = mr
@@ -77,7 +78,7 @@ func serialText(s mesosbench.PollSeries) string {
 }
 
 // writeMesos writes the Mesos section.
-func writeMesos(b *toolreport.Doc, res *results) {
+func writeMesos(b *toolreport.Doc, res *results.Results) {
 	if len(res.Mesos) == 0 {
 		return
 	}
@@ -96,7 +97,7 @@ func writeMesos(b *toolreport.Doc, res *results) {
 	writeMesosMethod(b, res)
 }
 
-func writeMesosShapes(b *toolreport.Doc, res *results) {
+func writeMesosShapes(b *toolreport.Doc, res *results.Results) {
 	b.Heading(3, "Mesos shapes")
 	k := toolreport.Thousands
 	t := toolreport.NewTable("shape", "stands for", "running tasks", "tasks in other states", "apps (task names)",
@@ -133,7 +134,7 @@ func writeMesosShapes(b *toolreport.Doc, res *results) {
 		"health checks, labels).", text)
 }
 
-func writeMesosPolls(b *toolreport.Doc, res *results) {
+func writeMesosPolls(b *toolreport.Doc, res *results.Results) {
 	b.Heading(3, "Server CPU per poll")
 	t := toolreport.NewTable("shape", "poll", "each poll serves", "polls", "server CPU ms per poll, net", "× one-task",
 		"CPU s: poller / idle process", "window s", "mean poll ms (fetch, decode)", "polls_total by result",
@@ -169,7 +170,7 @@ func resultsText(m map[string]int) string {
 	return toolreport.Pairs(m, "%s %d")
 }
 
-func writeMesosLatency(b *toolreport.Doc, res *results) {
+func writeMesosLatency(b *toolreport.Doc, res *results.Results) {
 	b.Heading(3, "Poll to answer")
 	t := toolreport.NewTable("shape", "change", "tasks replaced", "changes", "median ms", "p90 ms", "worst ms",
 		"transfer ms, median", "timeouts (10 s)").TextColumns(2)
@@ -192,7 +193,7 @@ func writeMesosLatency(b *toolreport.Doc, res *results) {
 		"land on the same CPU as the poll's work.")
 }
 
-func writeMesosMemory(b *toolreport.Doc, res *results) {
+func writeMesosMemory(b *toolreport.Doc, res *results.Results) {
 	b.Heading(3, "Memory")
 	t := toolreport.NewTable("shape", "target", "read", "Go heap after GC MiB", "RSS MiB", "peak RSS (VmHWM) MiB",
 		"start to first answer s").TextColumns(3)
@@ -254,7 +255,7 @@ func writeMesosQueries(b *toolreport.Doc, mr *mesosbench.Result) {
 	b.End()
 }
 
-func writeMesosMethod(b *toolreport.Doc, res *results) {
+func writeMesosMethod(b *toolreport.Doc, res *results.Results) {
 	b.Heading(3, "How the Mesos shapes are measured")
 	writeTargets(b, res, mesosbench.KeyMesos, mesosbench.KeyMesosPoller, mesosbench.KeyFile)
 	b.Para("The master is test/mesosmaster's stand-in, in the bench process, behind a tap (an HTTP reverse proxy "+

@@ -1,7 +1,8 @@
-package main
+package report
 
 import (
 	"github.com/schemadns/schemadns/bench/internal/churn"
+	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"encoding/json"
@@ -23,7 +24,7 @@ func TestReportGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res results
+	var res results.Results
 	if err := json.Unmarshal(raw, &res); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,12 @@
-package main
+// Package report writes the bench's page (docs/benchmarks.md), the chart
+// it embeds (benchmarks.svg) and the raw figures (benchmarks.json) from a
+// run's results, and evaluates the targets the page's first table states.
+package report
 
 import (
 	"github.com/schemadns/schemadns/bench/internal/churn"
 	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"encoding/json"
@@ -17,10 +21,10 @@ import (
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
-// writeReport writes docs/benchmarks.md, the chart it embeds and the raw
+// Write writes docs/benchmarks.md, the chart it embeds and the raw
 // figures.
-func writeReport(cfg *config, res *results) error {
-	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+func Write(outDir string, res *results.Results) error {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return err
 	}
 	raw, err := json.MarshalIndent(res, "", "  ")
@@ -28,7 +32,7 @@ func writeReport(cfg *config, res *results) error {
 		return err
 	}
 	// make overload's summary, if the page has one, is carried over.
-	old, _ := os.ReadFile(filepath.Join(cfg.OutDir, "benchmarks.md"))
+	old, _ := os.ReadFile(filepath.Join(outDir, "benchmarks.md"))
 	files := map[string][]byte{
 		"benchmarks.md":   []byte(toolreport.OverloadSummary.Carry(string(old), markdown(res))),
 		"benchmarks.json": append(raw, '\n'),
@@ -37,27 +41,27 @@ func writeReport(cfg *config, res *results) error {
 		files["benchmarks.svg"] = []byte(chart(res))
 	}
 	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(cfg.OutDir, name), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(outDir, name), b, 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// rewrite writes the page and the chart again from the raw figures.
-func rewrite(cfg *config) error {
-	b, err := os.ReadFile(filepath.Join(cfg.OutDir, "benchmarks.json"))
+// Rewrite writes the page and the chart again from the raw figures.
+func Rewrite(outDir string) error {
+	b, err := os.ReadFile(filepath.Join(outDir, "benchmarks.json"))
 	if err != nil {
 		return err
 	}
-	var res results
+	var res results.Results
 	if err := json.Unmarshal(b, &res); err != nil {
 		return fmt.Errorf("benchmarks.json: %w", err)
 	}
-	return writeReport(cfg, &res)
+	return Write(outDir, &res)
 }
 
-func markdown(res *results) string {
+func markdown(res *results.Results) string {
 	var b toolreport.Doc
 	b.Heading(1, "Benchmarks")
 	b.Para("<!-- Written by the bench tool (bench/, `make bench`) with benchmarks.svg and benchmarks.json. " +
@@ -105,7 +109,7 @@ func markdown(res *results) string {
 	return b.String()
 }
 
-func writeMachine(b *toolreport.Doc, res *results) {
+func writeMachine(b *toolreport.Doc, res *results.Results) {
 	b.Heading(2, "Machine")
 	t := res.Machine.Table()
 	t.Row("dnsperf", res.Machine.Dnsperf+" (Debian)")
@@ -113,7 +117,7 @@ func writeMachine(b *toolreport.Doc, res *results) {
 	b.Table(t)
 }
 
-func writeGoals(b *toolreport.Doc, res *results) {
+func writeGoals(b *toolreport.Doc, res *results.Results) {
 	b.Heading(2, "Targets")
 	t := toolreport.NewTable("target", "shape", "goal", "measured", "").TextColumns(2)
 	for _, g := range goals(res) {
@@ -123,7 +127,7 @@ func writeGoals(b *toolreport.Doc, res *results) {
 	var short []string
 	for _, sr := range res.Shapes {
 		if c := sr.Churn; c != nil && c.Rate < float64(c.Offered) {
-			short = append(short, fmt.Sprintf("%s %.0f", sr.label(), c.Rate))
+			short = append(short, fmt.Sprintf("%s %.0f", sr.Label(), c.Rate))
 		}
 	}
 	if len(short) > 0 {
@@ -132,14 +136,14 @@ func writeGoals(b *toolreport.Doc, res *results) {
 	}
 }
 
-func writeShapes(b *toolreport.Doc, res *results) {
+func writeShapes(b *toolreport.Doc, res *results.Results) {
 	b.Heading(2, "Shapes")
 	t := toolreport.NewTable("shape", "stands for", "objects", "load, s").TextColumns(3)
 	threshold := false
 	for i, sr := range res.Shapes {
 		sh := sr.Shape
 		if sr.Run != nil && i > 0 && res.Shapes[i-1].Run != nil && res.Shapes[i-1].Shape.Name == sh.Name {
-			t.Row(sr.label(), sh.Title+", pods "+sr.Run.Pods, "the same objects in the same API server", toolreport.Dash)
+			t.Row(sr.Label(), sh.Title+", pods "+sr.Run.Pods, "the same objects in the same API server", toolreport.Dash)
 			continue
 		}
 		title, load := sh.Title, fmt.Sprintf("%.0f", sr.LoadSeconds)
@@ -147,7 +151,7 @@ func writeShapes(b *toolreport.Doc, res *results) {
 			threshold, title = true, sh.Title+", pods "+sr.Run.Pods
 			load += fmt.Sprintf(" (%d writers)", sr.Run.Writers)
 		}
-		t.Row(sr.label(), title, sh.Describe(), load)
+		t.Row(sr.Label(), title, sh.Describe(), load)
 	}
 	b.Table(t)
 	b.Para("Each shape has its own etcd and kube-apiserver, loaded before any DNS server starts. On S1–S4 every " +
@@ -175,14 +179,14 @@ func startsText(xs []float64) string {
 }
 
 // startsOf is how many times kubeschema and stock were started per shape.
-func startsOf(res *results) string {
+func startsOf(res *results.Results) string {
 	if len(res.Shapes) == 0 {
 		return toolreport.Dash
 	}
 	return fmt.Sprint(len(res.Shapes[0].FirstAnswer[server.KeyOurs]))
 }
 
-func writeMemoryByShape(b *toolreport.Doc, res *results) {
+func writeMemoryByShape(b *toolreport.Doc, res *results.Results) {
 	b.Heading(2, "Memory and start-up by shape")
 	t := toolreport.NewTable("shape", "Go heap after GC MiB, kubeschema", "stock", "×",
 		"RSS after sync MiB, kubeschema", "stock", "×", "peak RSS during sync MiB, kubeschema", "stock",
@@ -191,12 +195,12 @@ func writeMemoryByShape(b *toolreport.Doc, res *results) {
 	for _, sr := range res.Shapes {
 		a, s := sr.Memory[server.KeyOurs], sr.Memory[server.KeyStock]
 		fa, fs := startsText(sr.FirstAnswer[server.KeyOurs]), startsText(sr.FirstAnswer[server.KeyStock])
-		t.Row(sr.label(),
+		t.Row(sr.Label(),
 			toolreport.Bold(toolreport.MiB(a.HeapInuse)), toolreport.MiB(s.HeapInuse),
 			toolreport.Ratio(float64(a.HeapInuse), float64(s.HeapInuse)),
 			toolreport.Bold(toolreport.MiB(a.RSS)), toolreport.MiB(s.RSS), toolreport.Ratio(float64(a.RSS), float64(s.RSS)),
 			toolreport.MiB(a.PeakRSS), toolreport.MiB(s.PeakRSS),
-			toolreport.Bold(fa), fs, toolreport.Ratio(sr.firstAnswer(server.KeyOurs), sr.firstAnswer(server.KeyStock)),
+			toolreport.Bold(fa), fs, toolreport.Ratio(sr.FirstAnswerMedian(server.KeyOurs), sr.FirstAnswerMedian(server.KeyStock)),
 			toolreport.Bold(startsText(sr.Together[server.KeyOurs])), startsText(sr.Together[server.KeyStock]),
 			toolreport.Ratio(perf.Median(sr.Together[server.KeyOurs]), perf.Median(sr.Together[server.KeyStock])))
 	}
@@ -212,7 +216,7 @@ func writeMemoryByShape(b *toolreport.Doc, res *results) {
 		"upgrade.", startsOf(res))
 }
 
-func writeChurn(b *toolreport.Doc, res *results) {
+func writeChurn(b *toolreport.Doc, res *results.Results) {
 	t := toolreport.NewTable("shape", "updates/s offered → achieved", "updates written", "peak RSS MiB, kubeschema",
 		"stock", "×", "RSS after churn MiB, kubeschema", "stock", "answers checked, kubeschema / stock",
 		"wrong answers", "names stale at the end", "queries unanswered", "server CPU µs per update")
@@ -223,7 +227,7 @@ func writeChurn(b *toolreport.Doc, res *results) {
 			continue
 		}
 		a, s := c.Check[server.KeyOurs], c.Check[server.KeyStock]
-		t.Row(sr.label(),
+		t.Row(sr.Label(),
 			fmt.Sprintf("%d → **%.0f**", c.Offered, c.Rate), fmt.Sprintf("%d (%d failed)", c.Updates, c.Failed),
 			toolreport.Bold(toolreport.MiB(c.PeakRSS[server.KeyOurs])), toolreport.MiB(c.PeakRSS[server.KeyStock]),
 			toolreport.Ratio(float64(c.PeakRSS[server.KeyOurs]), float64(c.PeakRSS[server.KeyStock])),
@@ -233,7 +237,7 @@ func writeChurn(b *toolreport.Doc, res *results) {
 			fmt.Sprintf("%s / %s", c.PerUpdate(server.KeyOurs), c.PerUpdate(server.KeyStock)))
 		for _, k := range []string{server.KeyOurs, server.KeyStock} {
 			for _, ex := range c.Check[k].Examples {
-				examples = append(examples, fmt.Sprintf("%s, %s: %s", sr.label(), k, ex))
+				examples = append(examples, fmt.Sprintf("%s, %s: %s", sr.Label(), k, ex))
 			}
 		}
 	}
@@ -265,7 +269,7 @@ func writeChurn(b *toolreport.Doc, res *results) {
 // writeWindows writes the measuring windows that follow the checked churn:
 // CPU per update with no queries, for address changes and for updates DNS
 // does not read.
-func writeWindows(b *toolreport.Doc, res *results) {
+func writeWindows(b *toolreport.Doc, res *results.Results) {
 	t := toolreport.NewTable("shape", "address changes written", "server CPU µs per update, kubeschema", "stock",
 		"×", "names stale after the window, kubeschema / stock", "annotation-only updates written",
 		"skipped by kubeschema", "server CPU µs per update, kubeschema", "stock", "×")
@@ -275,7 +279,7 @@ func writeWindows(b *toolreport.Doc, res *results) {
 			continue
 		}
 		n, q := c.Net, c.Quiet
-		t.Row(sr.label(),
+		t.Row(sr.Label(),
 			fmt.Sprintf("%d in %.1fs (%d failed)", n.Updates, n.Seconds, n.Failed),
 			toolreport.Bold(n.PerUpdate(server.KeyOurs)), n.PerUpdate(server.KeyStock),
 			toolreport.Ratio(n.CPU[server.KeyOurs], n.CPU[server.KeyStock]),
@@ -302,7 +306,7 @@ func writeWindows(b *toolreport.Doc, res *results) {
 }
 
 // writePerf writes the tests of the default fixture.
-func writePerf(b *toolreport.Doc, res *results, sr *shapeResult) {
+func writePerf(b *toolreport.Doc, res *results.Results, sr *results.ShapeResult) {
 	p := sr.Perf
 	b.Heading(2, "%s %s: CPU per query, TCP, programming latency", sr.Shape.Name, sr.Shape.Title)
 	b.Para("%s.", sr.Shape.Describe())
@@ -396,7 +400,7 @@ func writeSaturation(b *toolreport.Doc, p *perf.Figures) {
 		"are close, the load generator is the limit, and CPU per query is the figure that tells the plugins apart.")
 }
 
-func writeMemory(b *toolreport.Doc, sr *shapeResult) {
+func writeMemory(b *toolreport.Doc, sr *results.ShapeResult) {
 	if len(sr.Memory) == 0 {
 		return
 	}
@@ -414,7 +418,7 @@ func writeMemory(b *toolreport.Doc, sr *shapeResult) {
 	b.Table(t)
 }
 
-func writeLatency(b *toolreport.Doc, res *results, p *perf.Figures) {
+func writeLatency(b *toolreport.Doc, res *results.Results, p *perf.Figures) {
 	if len(p.Latency) == 0 {
 		return
 	}
@@ -475,7 +479,7 @@ func writeGoBench(b *toolreport.Doc, p *perf.Figures) {
 }
 
 // writeTargets lists what each of keys is, as the run described it.
-func writeTargets(b *toolreport.Doc, res *results, keys ...string) {
+func writeTargets(b *toolreport.Doc, res *results.Results, keys ...string) {
 	for _, key := range keys {
 		if label, ok := res.Targets[key]; ok {
 			b.Line("- **%s**: %s", key, label)
@@ -484,7 +488,7 @@ func writeTargets(b *toolreport.Doc, res *results, keys ...string) {
 	b.End()
 }
 
-func writeMethod(b *toolreport.Doc, res *results) {
+func writeMethod(b *toolreport.Doc, res *results.Results) {
 	b.Heading(2, "How it is measured")
 	writeTargets(b, res, server.KeyOurs, server.KeyStock, server.KeyFloor, server.KeyOursMC, server.KeyStockMC)
 	b.Para("Each target is its own `bin/coredns` process with a generated Corefile: the plugin under test alone " +
@@ -533,7 +537,7 @@ func writeMethod(b *toolreport.Doc, res *results) {
 		"network or packing.")
 }
 
-func writeReproduce(b *toolreport.Doc, res *results) {
+func writeReproduce(b *toolreport.Doc, res *results.Results) {
 	b.Heading(2, "Reproduce")
 	b.Line("- everything: `make bench` (default scale), `make bench SCALE=small`, one shape: `make bench SHAPES=S2` "+
 		"(the Mesos shapes: `make bench SHAPES=M1`, `SHAPES=M1,M2`); the tool: `%s`", res.Command)

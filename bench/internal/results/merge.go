@@ -1,4 +1,4 @@
-package main
+package results
 
 import (
 	"encoding/json"
@@ -16,14 +16,14 @@ import (
 // page it replaces (-keep-others): the page then says which run measured
 // which shapes, so that no figure passes for one of this run's.
 
-// keepOthers adds to res the shapes of OUT/benchmarks.json that res did not
+// KeepOthers adds to res the shapes of OUT/benchmarks.json that res did not
 // measure, in the scale's order, and says so in the page's note.
-func keepOthers(cfg *config, res *results) error {
-	b, err := os.ReadFile(filepath.Join(cfg.OutDir, "benchmarks.json"))
+func KeepOthers(outDir string, res *Results) error {
+	b, err := os.ReadFile(filepath.Join(outDir, "benchmarks.json"))
 	if err != nil {
 		return fmt.Errorf("-keep-others: %w", err)
 	}
-	var old results
+	var old Results
 	if err := json.Unmarshal(b, &old); err != nil {
 		return fmt.Errorf("-keep-others: benchmarks.json: %w", err)
 	}
@@ -36,7 +36,7 @@ func keepOthers(cfg *config, res *results) error {
 
 // provenance says which earlier run each kept shape comes from: "S1, S2:
 // from the run of … (`…`); the other shapes from this run."
-func provenance(res *results) string {
+func provenance(res *Results) string {
 	var order []string
 	shapes := map[string][]string{}
 	add := func(name, from string) {
@@ -67,14 +67,14 @@ func provenance(res *results) string {
 }
 
 // runName is how the page names a run: its start and its command.
-func runName(r *results) string {
+func runName(r *Results) string {
 	return fmt.Sprintf("%s (`%s`)", r.Started.UTC().Format("2006-01-02 15:04 UTC"), r.Command)
 }
 
 // mergeResults puts old's shapes that res lacks into res, and what only
 // those shapes' tables read (the mixes, commands and targets) where res
 // has none; it returns the names of the shapes kept.
-func mergeResults(res, old *results) []string {
+func mergeResults(res, old *Results) []string {
 	measured := map[string]bool{}
 	for _, sr := range res.Shapes {
 		measured[sr.Shape.Name] = true
@@ -83,7 +83,7 @@ func mergeResults(res, old *results) []string {
 		measured[mr.Shape.Name] = true
 	}
 	var kept []string
-	var shapes []*shapeResult
+	var shapes []*ShapeResult
 	for _, sr := range old.Shapes {
 		if !measured[sr.Shape.Name] {
 			if sr.From == "" {
@@ -96,7 +96,7 @@ func mergeResults(res, old *results) []string {
 		}
 	}
 	res.Shapes = append(shapes, res.Shapes...)
-	slices.SortStableFunc(res.Shapes, func(a, b *shapeResult) int { return strings.Compare(a.Shape.Name, b.Shape.Name) })
+	slices.SortStableFunc(res.Shapes, func(a, b *ShapeResult) int { return strings.Compare(a.Shape.Name, b.Shape.Name) })
 	var mesos []*mesosbench.Result
 	for _, mr := range old.Mesos {
 		if !measured[mr.Shape.Name] {

@@ -1,7 +1,8 @@
-package main
+package report
 
 import (
 	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
 
 	"fmt"
@@ -25,8 +26,8 @@ const (
 )
 
 // thresholdRuns are the results of the threshold shape's runs.
-func thresholdRuns(res *results) []*shapeResult {
-	var out []*shapeResult
+func thresholdRuns(res *results.Results) []*results.ShapeResult {
+	var out []*results.ShapeResult
 	for _, sr := range res.Shapes {
 		if sr.Run != nil {
 			out = append(out, sr)
@@ -36,7 +37,7 @@ func thresholdRuns(res *results) []*shapeResult {
 }
 
 // thresholdGoals are the rows of the goals table for each run of S5.
-func thresholdGoals(res *results) []goal {
+func thresholdGoals(res *results.Results) []goal {
 	var out []goal
 	for _, sr := range thresholdRuns(res) {
 		out = append(out, heapGoalOf(sr), startGoalOf(sr))
@@ -46,9 +47,9 @@ func thresholdGoals(res *results) []goal {
 	return out
 }
 
-func heapGoalOf(sr *shapeResult) goal {
+func heapGoalOf(sr *results.ShapeResult) goal {
 	want := heapGoal[sr.Run.Pods]
-	g := goal{What: "heap after GC, kubeschema against stock", Shape: sr.label(),
+	g := goal{What: "heap after GC, kubeschema against stock", Shape: sr.Label(),
 		Goal: fmt.Sprintf("≤ %.1f×", want), Met: "not measured", Measured: toolreport.Dash}
 	a, okA := sr.Memory[server.KeyOurs]
 	s, okS := sr.Memory[server.KeyStock]
@@ -60,10 +61,10 @@ func heapGoalOf(sr *shapeResult) goal {
 	return g
 }
 
-func startGoalOf(sr *shapeResult) goal {
-	g := goal{What: "start-up to the first complete answer, kubeschema against stock", Shape: sr.label(),
+func startGoalOf(sr *results.ShapeResult) goal {
+	g := goal{What: "start-up to the first complete answer, kubeschema against stock", Shape: sr.Label(),
 		Goal: fmt.Sprintf("≤ %.1f×", startGoal), Met: "not measured", Measured: toolreport.Dash}
-	a, s := sr.firstAnswer(server.KeyOurs), sr.firstAnswer(server.KeyStock)
+	a, s := sr.FirstAnswerMedian(server.KeyOurs), sr.FirstAnswerMedian(server.KeyStock)
 	if a > 0 && s > 0 {
 		g.Measured = fmt.Sprintf("%.1f s / %.1f s = %.2f×", a, s, a/s)
 		g.Met = toolreport.Met(a/s <= startGoal)
@@ -72,30 +73,30 @@ func startGoalOf(sr *shapeResult) goal {
 }
 
 // relistGoals: our peak against our steady RSS, and against stock's peak.
-func relistGoals(sr *shapeResult) []goal {
-	own := goal{What: "relist peak RSS, kubeschema against its own steady RSS", Shape: sr.label(),
+func relistGoals(sr *results.ShapeResult) []goal {
+	own := goal{What: "relist peak RSS, kubeschema against its own steady RSS", Shape: sr.Label(),
 		Goal: fmt.Sprintf("≤ %.1f×", relistOwnGoal), Met: "not measured", Measured: toolreport.Dash}
-	vs := goal{What: "relist peak RSS, kubeschema against stock's", Shape: sr.label(),
+	vs := goal{What: "relist peak RSS, kubeschema against stock's", Shape: sr.Label(),
 		Goal: fmt.Sprintf("≤ %.1f×", relistStockGoal), Met: "not measured", Measured: toolreport.Dash}
 	a, s := sr.Run.Relist[server.KeyOurs], sr.Run.Relist[server.KeyStock]
 	if a != nil && a.PeakRSS > 0 && a.SteadyRSS > 0 {
 		ratio := float64(a.PeakRSS) / float64(a.SteadyRSS)
 		own.Measured = fmt.Sprintf("%s / %s = %.2f×", toolreport.MiB(a.PeakRSS), toolreport.MiB(a.SteadyRSS), ratio)
-		own.Met = toolreport.Met(ratio <= relistOwnGoal && a.allRelisted())
-		if !a.allRelisted() {
-			own.Measured += "; not relisted: " + strings.Join(a.notRelisted(), ", ")
+		own.Met = toolreport.Met(ratio <= relistOwnGoal && a.AllRelisted())
+		if !a.AllRelisted() {
+			own.Measured += "; not relisted: " + strings.Join(a.NotRelisted(), ", ")
 		}
 	}
 	if a != nil && s != nil && a.PeakRSS > 0 && s.PeakRSS > 0 {
 		ratio := float64(a.PeakRSS) / float64(s.PeakRSS)
 		vs.Measured = fmt.Sprintf("%s / %s = %.2f×", toolreport.MiB(a.PeakRSS), toolreport.MiB(s.PeakRSS), ratio)
-		vs.Met = toolreport.Met(ratio <= relistStockGoal && a.allRelisted() && s.allRelisted())
+		vs.Met = toolreport.Met(ratio <= relistStockGoal && a.AllRelisted() && s.AllRelisted())
 	}
 	return []goal{own, vs}
 }
 
-func churnGoalOf(sr *shapeResult) goal {
-	g := goal{What: "wrong answers under EndpointSlice churn: kubeschema", Shape: sr.label(), Goal: "0",
+func churnGoalOf(sr *results.ShapeResult) goal {
+	g := goal{What: "wrong answers under EndpointSlice churn: kubeschema", Shape: sr.Label(), Goal: "0",
 		Met: "not measured", Measured: toolreport.Dash}
 	if sr.Churn == nil {
 		return g
@@ -114,7 +115,7 @@ func churnGoalOf(sr *shapeResult) goal {
 
 // writeThresholds is the threshold shape's section: for each run, the
 // cluster mix at a fixed load and the forced relist of each server.
-func writeThresholds(b *toolreport.Doc, res *results) {
+func writeThresholds(b *toolreport.Doc, res *results.Results) {
 	runs := thresholdRuns(res)
 	if len(runs) == 0 {
 		return
@@ -133,14 +134,14 @@ func writeThresholds(b *toolreport.Doc, res *results) {
 		"query load. Steady RSS is read %s after the first complete answer; the peak is VmHWM, reset just before "+
 		"the outage. The heap is `go_memstats_heap_inuse_bytes` sampled every %s from /metrics (no forced GC). "+
 		"A resource counts as relisted when the API server's audit log shows a list by the server after the outage "+
-		"(and, for kubeschema, its `coredns_watchcache_relists_total` went up).", relistSettle, relistSample)
+		"(and, for kubeschema, its `coredns_watchcache_relists_total` went up).", results.RelistSettle, results.RelistSample)
 }
 
-func writeThresholdRun(b *toolreport.Doc, sr *shapeResult) {
+func writeThresholdRun(b *toolreport.Doc, sr *results.ShapeResult) {
 	run := sr.Run
-	b.Heading(3, "%s", sr.label())
+	b.Heading(3, "%s", sr.Label())
 	if p := run.CPU; p != nil {
-		perfTable(b, p, perf.TestMixed, fmt.Sprintf("%s: cluster mix over UDP at %d queries/s", sr.label(), p.Rates[perf.TestMixed]),
+		perfTable(b, p, perf.TestMixed, fmt.Sprintf("%s: cluster mix over UDP at %d queries/s", sr.Label(), p.Rates[perf.TestMixed]),
 			versus{"floor", server.KeyFloor}, versus{"stock", server.KeyStock})
 		b.Para("The fixed load is %s. Command: `%s`.", run.LoadFrom, run.Command)
 		if len(p.CrossCheck) > 0 {
@@ -165,7 +166,7 @@ func writeThresholdRun(b *toolreport.Doc, sr *shapeResult) {
 		t.Row(key, toolreport.MiB(r.SteadyRSS), toolreport.Bold(toolreport.MiB(r.PeakRSS)),
 			toolreport.Ratio(float64(r.PeakRSS), float64(r.SteadyRSS)),
 			toolreport.MiB(r.SteadyHeap), fmt.Sprintf("%s (%d)", toolreport.MiB(r.PeakHeap), r.HeapSamples),
-			fmt.Sprintf("%.1f", r.DownSeconds), fmt.Sprintf("%.1f", r.Seconds), relistText(r), after)
+			fmt.Sprintf("%.1f", r.DownSeconds), fmt.Sprintf("%.1f", r.Seconds), results.RelistText(r), after)
 	}
 	b.Heading(4, "Forced relist")
 	b.Table(t)

@@ -1,4 +1,4 @@
-package main
+package results
 
 import (
 	"os"
@@ -8,17 +8,17 @@ import (
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 
-// machine are the facts of the host that the figures depend on: those
+// Machine are the facts of the host that the figures depend on: those
 // every tool's report prints, and what only the bench reads. In
 // benchmarks.json they are one object, as they always were.
-type machine struct {
+type Machine struct {
 	toolreport.Machine
 	Dnsperf     string
 	CPUsAllowed string // the bench's own affinity, from /proc/self/status
 }
 
-func readMachine(coredns string) machine {
-	m := machine{Machine: toolreport.ReadMachine(coredns), Dnsperf: perf.DnsperfVersion()}
+func ReadMachine(coredns string) Machine {
+	m := Machine{Machine: toolreport.ReadMachine(coredns), Dnsperf: perf.DnsperfVersion()}
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for line := range strings.SplitSeq(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
