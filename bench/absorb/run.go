@@ -114,17 +114,10 @@ func runOne(ctx context.Context, cfg *config, enc *encoded, t target, round int)
 		pprof = ports[2]
 	}
 	base := filepath.Join(cfg.work, fmt.Sprintf("%s-%s-%d", enc.cluster.shape.Name, t.Key, round))
-	if err := os.WriteFile(base+".kubeconfig", []byte(kubeconfig(api.addr)), 0o600); err != nil {
+	if err := writeTargetFiles(base, api.addr, t, ports, pprof); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(base+".Corefile", []byte(corefile(t, ports[0], base+".kubeconfig", ports[1], pprof)), 0o644); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(cfg.CoreDNS, "-conf", base+".Corefile")
-	if cfg.pin {
-		cmd = exec.Command("taskset", "-c", strconv.Itoa(cfg.serverCPU), cfg.CoreDNS, "-conf", base+".Corefile")
-	}
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd := targetCommand(cfg, base)
 	started := time.Now()
 	child, err := procstat.StartChild(cmd, base+".log")
 	if err != nil {
@@ -199,6 +192,26 @@ func runOne(ctx context.Context, cfg *config, enc *encoded, t target, round int)
 		return res, fmt.Errorf("%s: %d changed names not at their final state %s after the last update's name was", t.Key, stale, settleTimeout)
 	}
 	return res, nil
+}
+
+// writeTargetFiles writes the target's kubeconfig (to the fake API server
+// at apiAddr) and Corefile next to base.
+func writeTargetFiles(base, apiAddr string, t target, ports []int, pprof int) error {
+	if err := os.WriteFile(base+".kubeconfig", []byte(kubeconfig(apiAddr)), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(base+".Corefile", []byte(corefile(t, ports[0], base+".kubeconfig", ports[1], pprof)), 0o644)
+}
+
+// targetCommand runs the binary on the Corefile next to base, pinned to the
+// server CPU (unless -pin=false), with GOMAXPROCS=1.
+func targetCommand(cfg *config, base string) *exec.Cmd {
+	cmd := exec.Command(cfg.CoreDNS, "-conf", base+".Corefile")
+	if cfg.pin {
+		cmd = exec.Command("taskset", "-c", strconv.Itoa(cfg.serverCPU), cfg.CoreDNS, "-conf", base+".Corefile")
+	}
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	return cmd
 }
 
 // waitSynced polls the last headless service until it answers with its
