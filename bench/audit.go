@@ -1,11 +1,10 @@
 package main
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/server"
-
 	"slices"
 	"strings"
 
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/test/kubeapi"
 )
 

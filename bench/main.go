@@ -4,30 +4,29 @@
 // same data in one run, and writes the figures to docs/benchmarks.md,
 // docs/benchmarks.svg and docs/benchmarks.json.
 //
-// For each cluster shape (shapes.go) it starts a real etcd and
+// For each cluster shape (internal/fixture) it starts a real etcd and
 // kube-apiserver on loopback (test/kubeapi), loads the shape with a
 // parallel client-go loader, runs bin/coredns once per target with a
 // generated Corefile, and measures memory, start-up and behaviour under
 // EndpointSlice churn; on the default fixture also CPU per query (dnsperf
 // and /proc), TCP answers, programming latency and in-process ServeDNS.
-// On the Mesos shapes (mesos.go) it measures mesosschema polling a
-// stand-in Mesos master, against the stock file plugin serving the same
-// records. `make bench` runs it; by hand:
+// On the Mesos shapes (internal/mesosbench) it measures mesosschema
+// polling a stand-in Mesos master, against the stock file plugin serving
+// the same records. `make bench` runs it; by hand:
 //
 //	cd bench && go run . -scale small -shapes S2
 //
 // Linux only: it reads /proc and pins processes with taskset.
+//
+// This package is the command: its flags, the run of each cluster shape
+// (run.go), the threshold shape's runs and forced relist (thresholds.go,
+// relist.go). The rest is in internal/: server (the targets and their
+// processes), querymix, perf (load runs, rounds, latency, in-process),
+// fixture (the cluster shapes and their loader), churn, mesosbench (the
+// Mesos shapes), results (benchmarks.json) and report (the page).
 package main
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/report"
-
-	"github.com/schemadns/schemadns/bench/internal/mesosbench"
-
-	"github.com/schemadns/schemadns/bench/internal/churn"
-	"github.com/schemadns/schemadns/bench/internal/fixture"
-	"github.com/schemadns/schemadns/bench/internal/perf"
-
 	"context"
 	"errors"
 	"flag"
@@ -37,6 +36,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/schemadns/schemadns/bench/internal/churn"
+	"github.com/schemadns/schemadns/bench/internal/fixture"
+	"github.com/schemadns/schemadns/bench/internal/mesosbench"
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/report"
 	"github.com/schemadns/schemadns/test/toolflags"
 )
 

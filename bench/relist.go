@@ -1,16 +1,14 @@
 package main
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/results"
-
-	"github.com/schemadns/schemadns/bench/internal/server"
-
 	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/schemadns/schemadns/bench/internal/results"
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/test/kubeapi"
 	"github.com/schemadns/schemadns/test/procstat"
 	"github.com/schemadns/schemadns/test/toolflags"

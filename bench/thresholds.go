@@ -1,13 +1,6 @@
 package main
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/churn"
-	"github.com/schemadns/schemadns/bench/internal/fixture"
-	"github.com/schemadns/schemadns/bench/internal/perf"
-	"github.com/schemadns/schemadns/bench/internal/querymix"
-	"github.com/schemadns/schemadns/bench/internal/results"
-	"github.com/schemadns/schemadns/bench/internal/server"
-
 	"context"
 	"fmt"
 	"os"
@@ -19,6 +12,12 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/schemadns/schemadns/bench/internal/churn"
+	"github.com/schemadns/schemadns/bench/internal/fixture"
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/querymix"
+	"github.com/schemadns/schemadns/bench/internal/results"
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/test/clustershape"
 	"github.com/schemadns/schemadns/test/kubeapi"
 )

@@ -16,8 +16,8 @@ import (
 )
 
 // shape is one cluster the servers absorb updates on: bench's S2 and S4,
-// with the same names, addresses and ports (bench/shapes.go,
-// bench/fixture.go), and objects as a real API server sends them.
+// with the same names, addresses and ports (bench/internal/fixture), and
+// objects as a real API server sends them.
 type shape struct {
 	Name, Title string
 	// ClusterIP and Headless services, spread evenly over the numbering,

@@ -4,8 +4,6 @@
 package churn
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/server"
-
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/test/dnsload"
 	"github.com/schemadns/schemadns/test/procstat"
 	"github.com/schemadns/schemadns/test/toolreport"

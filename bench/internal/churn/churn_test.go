@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
 	"github.com/schemadns/schemadns/test/dnsload"
 )
 

@@ -5,10 +5,6 @@
 package mesosbench
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/perf"
-	"github.com/schemadns/schemadns/bench/internal/querymix"
-	"github.com/schemadns/schemadns/bench/internal/server"
-
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +15,9 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/querymix"
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
 	"github.com/schemadns/schemadns/test/toolflags"

@@ -1,8 +1,6 @@
 package mesosbench
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/querymix"
-
 	"bytes"
 	"io"
 	"net/http"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
 )

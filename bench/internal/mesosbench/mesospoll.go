@@ -1,9 +1,6 @@
 package mesosbench
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/perf"
-	"github.com/schemadns/schemadns/bench/internal/server"
-
 	"context"
 	"fmt"
 	"os"
@@ -13,6 +10,8 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
 	"github.com/schemadns/schemadns/test/procstat"
 	"github.com/schemadns/schemadns/test/toolreport"

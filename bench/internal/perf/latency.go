@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
 	"github.com/schemadns/schemadns/bench/internal/server"
 )
 

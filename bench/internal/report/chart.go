@@ -1,16 +1,15 @@
 package report
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/perf"
-	"github.com/schemadns/schemadns/bench/internal/results"
-	"github.com/schemadns/schemadns/bench/internal/server"
-
 	"fmt"
 	"html"
 	"math"
 	"slices"
 	"strings"
 
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/results"
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 

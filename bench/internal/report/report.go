@@ -4,11 +4,6 @@
 package report
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/churn"
-	"github.com/schemadns/schemadns/bench/internal/perf"
-	"github.com/schemadns/schemadns/bench/internal/results"
-	"github.com/schemadns/schemadns/bench/internal/server"
-
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -18,6 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schemadns/schemadns/bench/internal/churn"
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/results"
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 

@@ -1,15 +1,14 @@
 package report
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/churn"
-	"github.com/schemadns/schemadns/bench/internal/results"
-	"github.com/schemadns/schemadns/bench/internal/server"
-
 	"encoding/json"
 	"flag"
 	"os"
 	"testing"
 
+	"github.com/schemadns/schemadns/bench/internal/churn"
+	"github.com/schemadns/schemadns/bench/internal/results"
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 

@@ -1,13 +1,12 @@
 package report
 
 import (
-	"github.com/schemadns/schemadns/bench/internal/perf"
-	"github.com/schemadns/schemadns/bench/internal/results"
-	"github.com/schemadns/schemadns/bench/internal/server"
-
 	"fmt"
 	"strings"
 
+	"github.com/schemadns/schemadns/bench/internal/perf"
+	"github.com/schemadns/schemadns/bench/internal/results"
+	"github.com/schemadns/schemadns/bench/internal/server"
 	"github.com/schemadns/schemadns/test/toolreport"
 )
 

@@ -8,14 +8,11 @@ import (
 	"time"
 
 	"github.com/schemadns/schemadns/bench/internal/churn"
-	"github.com/schemadns/schemadns/test/clustershape"
-
 	"github.com/schemadns/schemadns/bench/internal/fixture"
-
 	"github.com/schemadns/schemadns/bench/internal/mesosbench"
-
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/server"
+	"github.com/schemadns/schemadns/test/clustershape"
 )
 
 // Results are everything the report is written from (and docs/benchmarks.json).
@@ -37,7 +34,7 @@ type Results struct {
 	GoBenchCommand    string
 	Targets           map[string]string // key → what it is
 	Shapes            []*ShapeResult
-	// Mesos are the Mesos shapes' figures (mesos.go).
+	// Mesos are the Mesos shapes' figures (internal/mesosbench).
 	Mesos  []*mesosbench.Result
 	Errors []string
 }
