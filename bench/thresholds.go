@@ -25,10 +25,10 @@ import (
 // The threshold shape (S5): Kubernetes' scalability thresholds as
 // test/clustershape lays them out, loaded once into one API server and
 // measured on it twice, both plugins without the pod watch (pods
-// disabled), then both with pods verified. Each run is a shapeResult of
-// its own, so the tables of every shape have a row for each; what only
-// this shape measures (the forced relist, the cluster mix on its data) is
-// in its Run.
+// disabled), then both with pods verified. Each run is a
+// results.ShapeResult of its own, so the tables of every shape have a row
+// for each; what only this shape measures (the forced relist, the cluster
+// mix on its data) is in its Run.
 
 // podModes are the threshold shape's runs, in order: the pods option of
 // both plugins.

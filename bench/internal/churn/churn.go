@@ -224,7 +224,7 @@ func (c *Churn) Run(ctx context.Context, servers []*server.Server) (*Result, err
 	var checkWG sync.WaitGroup
 	for i, s := range servers {
 		checks[i] = &checker{c: c, s: s}
-		checkWG.Go(func() { checks[i].Run(checkCtx, c.cfg.CheckRate) })
+		checkWG.Go(func() { checks[i].run(checkCtx, c.cfg.CheckRate) })
 	}
 	updates0, failed0 := c.updates.Load(), c.failed.Load()
 	start := time.Now()
@@ -435,7 +435,8 @@ type checker struct {
 	res Check
 }
 
-func (ch *checker) Run(ctx context.Context, rate int) {
+// run asks until ctx ends, at rate queries/s over checkersPerServer sockets.
+func (ch *checker) run(ctx context.Context, rate int) {
 	if len(ch.c.checked) == 0 {
 		return
 	}

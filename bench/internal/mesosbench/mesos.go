@@ -70,7 +70,7 @@ const (
 	KeyFile        = "file"
 )
 
-// TestMix is the Mesos query mix at a fixed load, in perfFigures.
+// TestMix is the Mesos query mix at a fixed load, in perf.Figures.
 const TestMix = "mesos-mix"
 
 // pollRefresh is the poller's refresh, the shortest mesosschema takes.

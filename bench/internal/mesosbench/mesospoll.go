@@ -434,7 +434,7 @@ func (r *mesosRun) prepareChanges(ctx context.Context, n, changes int) <-chan pr
 
 // watch asks the poller for p's name every millisecond until the answer
 // holds p's address, and sends the moment it did (the channel is closed
-// without a value after latencyTimeout).
+// without a value after perf.LatencyTimeout).
 func (r *mesosRun) watch(ctx context.Context, kind string, p probe) <-chan time.Time {
 	seen := make(chan time.Time, 1)
 	poller := r.servers[KeyMesosPoller]

@@ -65,7 +65,7 @@ func roundDown(x float64) int {
 	return int(math.Floor(x/unit) * unit)
 }
 
-func RoundMap(m map[string]float64) map[string]int {
+func roundMap(m map[string]float64) map[string]int {
 	out := map[string]int{}
 	for k, v := range m {
 		out[k] = int(v)
@@ -95,7 +95,7 @@ func Calibrate(ctx context.Context, cfg Settings, pl *Plan, given int, p *Figure
 		pl.Spec.QPS = roundDown(slowest / 2)
 	}
 	p.Rates[pl.Name] = pl.Spec.QPS
-	logf("%s: saturated %v q/s; fixed load %d q/s", pl.Name, RoundMap(p.Calibration[pl.Name]), pl.Spec.QPS)
+	logf("%s: saturated %v q/s; fixed load %d q/s", pl.Name, roundMap(p.Calibration[pl.Name]), pl.Spec.QPS)
 	return nil
 }
 

@@ -39,7 +39,7 @@ func (s tcpLoadSpec) args() []string {
 		"-qps", strconv.Itoa(s.qps), "-duration", s.duration.String(), "-min", strconv.Itoa(s.min)}
 }
 
-// TCPLoadMain is the tcpload subcommand: it prints the perfResult as JSON.
+// TCPLoadMain is the tcpload subcommand: it prints the Result as JSON.
 func TCPLoadMain(args []string) error {
 	var s tcpLoadSpec
 	fs := flag.NewFlagSet("tcpload", flag.ContinueOnError)

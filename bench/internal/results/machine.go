@@ -17,6 +17,7 @@ type Machine struct {
 	CPUsAllowed string // the bench's own affinity, from /proc/self/status
 }
 
+// ReadMachine reads the facts of this host and of the binary coredns.
 func ReadMachine(coredns string) Machine {
 	m := Machine{Machine: toolreport.ReadMachine(coredns), Dnsperf: perf.DnsperfVersion()}
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {

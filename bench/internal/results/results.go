@@ -92,10 +92,10 @@ type ThresholdRun struct {
 	Pods   string // the pods option of both plugins: disabled (no pod watch) or verified
 	Counts clustershape.Counts
 	// Writers wrote the shape, once for both runs, in LoadSeconds of the
-	// first run's shapeResult (the second's is the same figure).
+	// first run's ShapeResult (the second's is the same figure).
 	Writers int
 	// CPU is the cluster mix over UDP at a fixed load on kubeschema, stock
-	// and the floor (perfFigures' testMixed only).
+	// and the floor (perf.Figures' TestMixed only).
 	CPU *perf.Figures
 	// LoadFrom says where CPU's fixed load comes from: S3's in this run,
 	// -qps, or the calibration of the first S5 run.

@@ -15,7 +15,7 @@ func SaveHeapProfile(dir, shapeName string, s *Server) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	body, err := HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", s.pprof))
+	body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", s.pprof))
 	if err != nil {
 		return fmt.Errorf("heap profile of %s: %w", s, err)
 	}
@@ -28,7 +28,7 @@ func SaveHeapProfile(dir, shapeName string, s *Server) error {
 func CPUProfile(s *Server, secs int, path string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		body, err := HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", s.pprof, secs))
+		body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", s.pprof, secs))
 		if err != nil {
 			done <- fmt.Errorf("CPU profile of %s: %w", s, err)
 			return

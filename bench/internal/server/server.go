@@ -90,7 +90,10 @@ func SetAffinity(pid int, list string) error {
 	return nil
 }
 
-func (s *Server) Addr() string   { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
+// Addr is the server's DNS address, host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
+
+// String is the target's key.
 func (s *Server) String() string { return s.Key }
 
 // Sentinel is a query whose answer shows that a server has the whole
@@ -169,7 +172,7 @@ type Memory struct {
 // their garbage.
 func (s *Server) ReadMemory() (Memory, error) {
 	var m Memory
-	prof, err := HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1&debug=1", s.pprof))
+	prof, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1&debug=1", s.pprof))
 	if err != nil {
 		return m, fmt.Errorf("heap of %s: %w", s, err)
 	}
@@ -214,7 +217,7 @@ func (s *Server) SkippedSlices() int {
 // MetricByLabel is the samples of a metric family by the value of one of
 // their labels; a family without labels is under "".
 func (s *Server) MetricByLabel(name, label string) (map[string]float64, error) {
-	text, err := HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
+	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
 	if err != nil {
 		return nil, fmt.Errorf("metrics of %s: %w", s, err)
 	}
@@ -237,7 +240,8 @@ func (s *Server) MetricByLabel(name, label string) (map[string]float64, error) {
 	return out, nil
 }
 
-func HTTPGet(url string) (string, error) {
+// httpGet is the body of url, an error unless 200 OK.
+func httpGet(url string) (string, error) {
 	c := &http.Client{Timeout: 30 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
@@ -254,7 +258,7 @@ func HTTPGet(url string) (string, error) {
 // PromValues reads a server's metrics: each series' value by its name
 // and labels as the text format writes them.
 func PromValues(s *Server) (map[string]float64, error) {
-	text, err := HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
+	text, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/metrics", s.metrics))
 	if err != nil {
 		return nil, fmt.Errorf("metrics of %s: %w", s, err)
 	}
