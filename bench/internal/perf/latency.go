@@ -37,7 +37,7 @@ type PairedLatency struct {
 type Change struct {
 	Kind  string
 	QName string
-	// shows tells whether an A answer reflects the change.
+	// Shows tells whether an A answer reflects the change.
 	Shows func(*dns.Msg) bool
 }
 

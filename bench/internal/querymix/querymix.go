@@ -19,7 +19,7 @@ type Query struct {
 	Kind  string
 	Name  string
 	Qtype uint16
-	// expect is what a Kubernetes plugin answers: answer, nodata or
+	// Expect is what a Kubernetes plugin answers: answer, nodata or
 	// nxdomain (the in-process benchmark checks it before timing).
 	Expect string
 	TCP    bool // asked over TCP (the in-process benchmark's writer says so)

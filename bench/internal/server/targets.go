@@ -13,7 +13,7 @@ type Target struct {
 	// data: a kubeconfig, a Mesos master's host:port, a zone file.
 	Stanza func(source string) string
 	// Kube is true for targets that serve the Kubernetes data (and are
-	// waited for until synced); mc for those that serve clusterset.local.
+	// waited for until synced); MC for those that serve clusterset.local.
 	Kube, MC bool
 }
 
