@@ -45,17 +45,12 @@ FUZZTIME ?= 60s
 fuzz: ## run every fuzz target for FUZZTIME each (default 60s); failing inputs go to testdata/fuzz as regression seeds
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
-# LINT_MODULES: the main module and the two tool modules with a go.mod of
-# their own (GOWORK=off: each with its own go.mod, as make bench and make
-# soak build them).
-LINT_MODULES := . bench soak
-lint: ## gofmt, go vet and staticcheck, on the main module, bench/ and soak/
+# One module: bench/ and soak/ are packages of the main module (their
+# requirements were a subset of its own), so ./... lints them too.
+lint: ## gofmt, go vet and staticcheck on the whole module (bench/ and soak/ included)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	staticcheck=$$(realpath $$(hack/tools.sh staticcheck | tail -n 1)) && \
-	for m in $(LINT_MODULES); do \
-		echo "lint: $$m"; \
-		(cd $$m && GOWORK=off $(GO) vet ./... && GOWORK=off "$$staticcheck" ./...) || exit 1; \
-	done
+	$(GO) vet ./... && "$$staticcheck" ./...
 
 run: build ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
 	hack/run.sh
@@ -74,7 +69,7 @@ BENCHFLAGS ?=
 .PHONY: bench
 bench: build tools ## measure against the stock kubernetes plugin on each cluster shape; writes docs/benchmarks.md (SCALE=small: quick)
 	bench/deps.sh
-	cd bench && GOWORK=off $(GO) run . -scale $(SCALE) $(if $(SHAPES),-shapes $(SHAPES)) $(BENCHFLAGS)
+	cd bench && $(GO) run . -scale $(SCALE) $(if $(SHAPES),-shapes $(SHAPES)) $(BENCHFLAGS)
 
 # The absorption benchmark of docs/absorption.md: EndpointSlice updates/s
 # each server takes in on one core, fed by a fake API server in the tool's
@@ -86,7 +81,7 @@ bench: build tools ## measure against the stock kubernetes plugin on each cluste
 ABSORBFLAGS ?=
 .PHONY: absorb
 absorb: build ## measure the EndpointSlice updates/s each server absorbs on one core, from an in-process fake API server; writes docs/absorption.md (SCALE=small: quick)
-	cd bench && GOWORK=off $(GO) run ./absorb -scale $(SCALE) $(if $(SHAPES),-shapes $(SHAPES)) $(ABSORBFLAGS)
+	cd bench && $(GO) run ./absorb -scale $(SCALE) $(if $(SHAPES),-shapes $(SHAPES)) $(ABSORBFLAGS)
 
 # The overload measurement of docs/overload.md (its summary goes into
 # docs/benchmarks.md): ours (deploy/base's Corefile, with and without
@@ -100,7 +95,7 @@ absorb: build ## measure the EndpointSlice updates/s each server absorbs on one 
 OVERLOADFLAGS ?=
 .PHONY: overload
 overload: build tools ## measure ours and stock past saturation (S1, cluster names + external names to a slow or silent upstream); writes docs/overload.md and its summary in docs/benchmarks.md (SCALE=small: quick)
-	cd bench && GOWORK=off $(GO) run ./overload -scale $(SCALE) $(OVERLOADFLAGS)
+	cd bench && $(GO) run ./overload -scale $(SCALE) $(OVERLOADFLAGS)
 
 # The soak: the scenarios of docs/reliability.md, at SCALE
 # default (2,000 headless services × 10 endpoints, 1,000 ClusterIP; under
@@ -113,7 +108,7 @@ overload: build tools ## measure ours and stock past saturation (S1, cluster nam
 SOAKFLAGS ?=
 .PHONY: soak
 soak: build tools deps ## run the reliability scenarios (Kubernetes: churn, forced relist, API server faults, hostile input, slow clients, against the stock plugin; Mesos: master outage, bad states, slow master, failovers); writes docs/reliability.md (SCALE=small: quick)
-	cd soak && GOWORK=off $(GO) run . -scale $(SCALE) $(SOAKFLAGS)
+	cd soak && $(GO) run . -scale $(SCALE) $(SOAKFLAGS)
 
 # The one-node cluster of docs/e2e.md: kubelet, containerd, kube-proxy and
 # the controllers on this machine, in a network namespace of their own, our

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 // The threshold shape's API server keeps an audit log of the lists and

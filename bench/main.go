@@ -5,7 +5,7 @@
 // docs/benchmarks.svg and docs/benchmarks.json.
 //
 // For each cluster shape (internal/fixture) it starts a real etcd and
-// kube-apiserver on loopback (test/kubeapi), loads the shape with a
+// kube-apiserver on loopback (internal/kubeapi), loads the shape with a
 // parallel client-go loader, runs bin/coredns once per target with a
 // generated Corefile, and measures memory, start-up and behaviour under
 // EndpointSlice churn; on the default fixture also CPU per query (dnsperf
@@ -41,7 +41,7 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/mesosbench"
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/report"
-	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/internal/toolflags"
 )
 
 // config is the command line.

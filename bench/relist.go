@@ -9,9 +9,9 @@ import (
 
 	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/kubeapi"
-	"github.com/schemadns/schemadns/test/procstat"
-	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/internal/kubeapi"
+	"github.com/schemadns/schemadns/internal/procstat"
+	"github.com/schemadns/schemadns/internal/toolflags"
 )
 
 // The forced relist of the threshold shape, as make soak forces it: the

@@ -17,8 +17,8 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/report"
 	"github.com/schemadns/schemadns/bench/internal/results"
-	"github.com/schemadns/schemadns/test/toolflags"
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolflags"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 // env is one run's state.

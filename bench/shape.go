@@ -14,7 +14,7 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/fixture"
 	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 // shapeRun is the state of one shape's measurement (or of one run of the

@@ -18,12 +18,12 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/clustershape"
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/clustershape"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 // The threshold shape (S5): Kubernetes' scalability thresholds as
-// test/clustershape lays them out, loaded once into one API server and
+// internal/clustershape lays them out, loaded once into one API server and
 // measured on it twice, both plugins without the pod watch (pods
 // disabled), then both with pods verified. Each run is a
 // results.ShapeResult of its own, so the tables of every shape have a row

@@ -4,7 +4,7 @@
 # the glibc resolver in the autopath test, and the compilers and files the
 # e2e images are built from (gcc, musl-gcc, busybox-static: package
 # test/e2e/images, whose test runs in make test too), and ZooKeeper with a
-# JRE for the Mesos leader detection tests (package test/zookeeper runs its
+# JRE for the Mesos leader detection tests (package internal/zookeeper runs its
 # jar, not its service). Needs root or sudo.
 #
 # Usage: hack/deps.sh [e2e]
@@ -26,7 +26,7 @@ need gcc gcc
 need musl-gcc musl-tools
 [[ -x /bin/busybox ]] || missing+=(busybox-static)
 # The server class and its libraries; the package's own init scripts are not
-# used (test/zookeeper runs the jar on a port and data dir of its own).
+# used (internal/zookeeper runs the jar on a port and data dir of its own).
 need java default-jre-headless
 [[ -f /usr/share/java/zookeeper.jar ]] || missing+=(zookeeper)
 if [[ ${1:-} == e2e ]]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-mesos.sh serves Corefile.mesos on 127.0.0.1:1053 with bin/coredns: the
 # Mesos-DNS names of examples/mesos/state.json, which the stand-in master
-# (test/mesosmaster/cmd/mesosmaster) serves on 127.0.0.1:5050 as its own
+# (internal/mesosmaster/cmd/mesosmaster) serves on 127.0.0.1:5050 as its own
 # state (-own: the leader it names is itself, not the recorded 10.0.0.11).
 # Ctrl-C stops both. test/mesos_demo_test.go starts the master with
 # master_args and runs every dig and curl command printed below: keep them
@@ -33,7 +33,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-go build -o bin/mesosmaster ./test/mesosmaster/cmd/mesosmaster
+go build -o bin/mesosmaster ./internal/mesosmaster/cmd/mesosmaster
 bin/mesosmaster "${master_args[@]}" >"$out" 2>&1 &
 master_pid=$!
 for _ in $(seq 1 100); do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools.sh builds the etcd, kube-apiserver and kubectl binaries that the
-# integration tests (package test/kubeapi, the deploy/ tests) run, the
+# integration tests (package internal/kubeapi, the deploy/ tests) run, the
 # promtool that checks the monitoring component's rules and dashboard
 # (test/monitoring_test.go), and the staticcheck that `make lint` runs.
 # They go to a per-user cache outside the clone, one file per version, so
@@ -12,7 +12,7 @@
 #   (none)       build the test tools (etcd, kube-apiserver, kubectl,
 #                promtool); the last line on stdout is the tools directory.
 #   apiserver    build only etcd and kube-apiserver (what `make run` and
-#                test/kubeapi start); the last line is the tools directory.
+#                internal/kubeapi start); the last line is the tools directory.
 #   kubectl      build only kubectl; the last line is the tools directory.
 #   e2e          also build the node and controller binaries of the one-node
 #                cluster of `make e2e` (kubelet, kube-proxy,

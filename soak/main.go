@@ -9,12 +9,12 @@
 //
 // Like bench/, it builds nothing itself (`make soak` builds bin/coredns and
 // the API server binaries) and starts a real etcd and kube-apiserver on
-// loopback (test/kubeapi). One bin/coredns runs kubeschema, multicluster
+// loopback (internal/kubeapi). One bin/coredns runs kubeschema, multicluster
 // and edns0autopath ("ours"); a second runs CoreDNS's own kubernetes plugin
 // ("stock") on the same data for comparison. Both reach the API server
 // through a TCP proxy of the soak's own, which the faults use. The Mesos
 // scenarios need no API server: each runs stand-in masters
-// (test/mesosmaster), ZooKeeper for one (test/zookeeper), and a bin/coredns
+// (internal/mesosmaster), ZooKeeper for one (internal/zookeeper), and a bin/coredns
 // with mesosschema of its own.
 //
 // This package is the command line and the page's frame; the scenarios
@@ -38,9 +38,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schemadns/schemadns/internal/toolflags"
 	"github.com/schemadns/schemadns/soak/kube"
 	"github.com/schemadns/schemadns/soak/mesos"
-	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // config is the command line.

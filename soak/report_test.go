@@ -6,9 +6,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/schemadns/schemadns/internal/toolreport"
 	"github.com/schemadns/schemadns/soak/kube"
 	"github.com/schemadns/schemadns/soak/observe"
-	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 var update = flag.Bool("update", false, "write the golden page of testdata/ again from the code")

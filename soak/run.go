@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schemadns/schemadns/internal/toolreport"
 	"github.com/schemadns/schemadns/soak/kube"
 	"github.com/schemadns/schemadns/soak/mesos"
 	"github.com/schemadns/schemadns/soak/report"
-	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // run runs the selected scenarios, the Kubernetes ones first (their

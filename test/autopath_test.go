@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/schemadns/schemadns/internal/kubeapi"
 	"github.com/schemadns/schemadns/plugin/pkg/searchpath"
-	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
 // apLookup is one name a pod looks up, and what glibc must return.

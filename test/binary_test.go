@@ -15,7 +15,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/schemadns/schemadns/coredns/plugins"
-	"github.com/schemadns/schemadns/test/childproc"
+	"github.com/schemadns/schemadns/internal/childproc"
 )
 
 var coreDNS = childproc.CoreDNSBuild{Pkg: "../coredns", LDFlags: "-X main.version=v9.9.9-test"}

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 // What every suite of whole-server tests shares: the exact comparison of

@@ -16,7 +16,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/childproc"
+	"github.com/schemadns/schemadns/internal/childproc"
 )
 
 // The node-local cache's memory limit (deploy/components/node-local).

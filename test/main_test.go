@@ -6,7 +6,7 @@ package test
 import (
 	"testing"
 
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 func TestMain(m *testing.M) { kubeapi.ForTest(m, kubeapi.Options{}) }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/mesosmaster"
+	"github.com/schemadns/schemadns/internal/mesosmaster"
 )
 
 // Whole-server tests of mesosschema's `config FILE`: a Mesos-DNS

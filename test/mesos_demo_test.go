@@ -10,8 +10,8 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/internal/mesosmaster"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
-	"github.com/schemadns/schemadns/test/mesosmaster"
 )
 
 // The demo of `make run-mesos`: hack/run-mesos.sh starts the stand-in
@@ -48,7 +48,7 @@ func readFile(t *testing.T, path string) string {
 }
 
 // startDemoMaster starts the stand-in master as the script's master_args
-// say (the flags of test/mesosmaster/cmd/mesosmaster), on a free port
+// say (the flags of internal/mesosmaster/cmd/mesosmaster), on a free port
 // instead of -listen's, and returns it with -listen's address.
 func startDemoMaster(t *testing.T, script string) (*mesosmaster.Master, string) {
 	t.Helper()

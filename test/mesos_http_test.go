@@ -25,9 +25,9 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/internal/mesosmaster"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
-	"github.com/schemadns/schemadns/test/mesosmaster"
 )
 
 // Whole-server tests of what mesosschema exposes: its HTTP interface and

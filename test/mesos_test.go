@@ -13,12 +13,12 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/internal/mesosmaster"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
-	"github.com/schemadns/schemadns/test/mesosmaster"
 )
 
 // Whole-server tests of mesosschema: CoreDNS started in-process against
-// the stand-in Mesos master (test/mesosmaster) serving
+// the stand-in Mesos master (internal/mesosmaster) serving
 // examples/mesos/state.json as its own state, so that the leader it names
 // is the stand-in itself (127.0.0.1 on a free port); asked with miekg/dns
 // over UDP and TCP, with dig, and over the plugin's HTTP interface.

@@ -14,7 +14,7 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 // TestMonitoringMetricsExported runs the binary on deploy/base's Corefile,

@@ -24,7 +24,7 @@ import (
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 // Whole-server tests of multicluster against MCS installs other than the

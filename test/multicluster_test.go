@@ -14,8 +14,8 @@ import (
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
+	"github.com/schemadns/schemadns/internal/kubeapi"
 	"github.com/schemadns/schemadns/plugin/pkg/watchcache"
-	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
 // Whole-server tests of the multicluster plugin: ServiceImports and the

@@ -229,7 +229,7 @@ var (
 // interface on mesosHTTP. Its zk lines are dropped: no ZooKeeper runs in
 // these tests, and the first poll would wait zk_timeout (30 s) for one
 // before it asks the masters (the plugin's own tests run a real ZooKeeper,
-// test/zookeeper).
+// internal/zookeeper).
 func forTest(block string, env readmeEnv) string {
 	s := serverPort.ReplaceAllString(block, "${1}:0${2}")
 	s = bareServer.ReplaceAllString(s, "${1}:0${2}")

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/schemadns/schemadns/test/dnsload"
+	"github.com/schemadns/schemadns/internal/dnsload"
 )
 
 // testShape is tiny: two headless services and one ClusterIP.

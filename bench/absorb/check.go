@@ -8,7 +8,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/dnsload"
+	"github.com/schemadns/schemadns/internal/dnsload"
 )
 
 // checkCount is the model check's tally for one run.

@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/internal/toolflags"
 )
 
 // config is the command line.

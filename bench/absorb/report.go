@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 func markdown(res *results) string {

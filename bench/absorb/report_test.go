@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 var updateGolden = flag.Bool("update", false, "write the golden page of testdata/ again from the code")

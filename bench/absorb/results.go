@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schemadns/schemadns/test/toolflags"
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolflags"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 // results are one run of the tool, for the report.

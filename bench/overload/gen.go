@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/net/ipv4"
 
-	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/internal/toolflags"
 )
 
 // Traffic kinds: names inside the cluster zone, answered from memory, and

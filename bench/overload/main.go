@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/internal/toolflags"
 )
 
 // config is the command line.

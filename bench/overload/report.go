@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 func writeReport(cfg *config, res *results) error {

@@ -15,11 +15,11 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/clustershape"
-	"github.com/schemadns/schemadns/test/kubeapi"
-	"github.com/schemadns/schemadns/test/procstat"
-	"github.com/schemadns/schemadns/test/toolflags"
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/clustershape"
+	"github.com/schemadns/schemadns/internal/kubeapi"
+	"github.com/schemadns/schemadns/internal/procstat"
+	"github.com/schemadns/schemadns/internal/toolflags"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 // results are everything the report is written from (docs/overload.json).

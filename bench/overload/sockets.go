@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/internal/procstat"
 )
 
 // socketResult is ours at one GOMAXPROCS and number of listening sockets

@@ -15,7 +15,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/internal/procstat"
 )
 
 // watch samples a server while it is loaded: its RSS and goroutines, and

@@ -13,7 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 // apiServerFlags cut the API server's cost per write, so that the churn
@@ -21,7 +21,7 @@ import (
 // does not need (webhooks and policies are looked up on every write), no
 // priority-and-fairness queueing and inflight limits high enough that the
 // writers are never turned away. The watch cache stays on (the default), as
-// in a cluster. ServiceAccount stays off, as test/kubeapi has it.
+// in a cluster. ServiceAccount stays off, as internal/kubeapi has it.
 var apiServerFlags = []string{
 	"--disable-admission-plugins=" + strings.Join([]string{"ServiceAccount", "ResourceQuota", "LimitRanger", "PodSecurity",
 		"MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy",

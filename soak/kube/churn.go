@@ -8,10 +8,10 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/schemadns/schemadns/internal/dnsload"
 	"github.com/schemadns/schemadns/soak/observe"
 	"github.com/schemadns/schemadns/soak/server"
 	"github.com/schemadns/schemadns/soak/tracked"
-	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // The churn: client-go writers rewrite EndpointSlices and Services as fast

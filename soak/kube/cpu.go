@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/internal/procstat"
 )
 
 // CPU accounting of the churn: where the machine's time went while the

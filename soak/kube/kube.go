@@ -16,14 +16,14 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/internal/dnsload"
+	"github.com/schemadns/schemadns/internal/kubeapi"
+	"github.com/schemadns/schemadns/internal/toolflags"
 	"github.com/schemadns/schemadns/soak/apiserver"
 	"github.com/schemadns/schemadns/soak/observe"
 	"github.com/schemadns/schemadns/soak/report"
 	"github.com/schemadns/schemadns/soak/server"
 	"github.com/schemadns/schemadns/soak/tracked"
-	"github.com/schemadns/schemadns/test/dnsload"
-	"github.com/schemadns/schemadns/test/kubeapi"
-	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // Config is the command line's part for the Kubernetes scenarios.

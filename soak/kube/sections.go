@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/schemadns/schemadns/internal/toolreport"
 	"github.com/schemadns/schemadns/soak/observe"
 	"github.com/schemadns/schemadns/soak/report"
 	"github.com/schemadns/schemadns/soak/tracked"
-	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // The targets each scenario is judged against.

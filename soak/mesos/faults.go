@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/schemadns/schemadns/internal/mesosmaster"
+	"github.com/schemadns/schemadns/internal/toolflags"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
-	"github.com/schemadns/schemadns/test/mesosmaster"
-	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // The scenarios. Each runs the changes before its fault (e.before), the

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/schemadns/schemadns/internal/mesosmaster"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
-	"github.com/schemadns/schemadns/test/mesosmaster"
 )
 
 // TestBadStatesRejected: every bad state, served by a stand-in master, is

@@ -1,5 +1,5 @@
 // Package mesos runs the soak's Mesos scenarios: each starts stand-in
-// masters (test/mesosmaster), ZooKeeper for some (test/zookeeper) and a
+// masters (internal/mesosmaster), ZooKeeper for some (internal/zookeeper) and a
 // bin/coredns with mesosschema of its own, serves a generated cluster whose
 // tasks change between polls, breaks the masters in a way the plugin
 // promises to survive, and judges every answer against the states served
@@ -12,9 +12,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/schemadns/schemadns/internal/toolflags"
+	"github.com/schemadns/schemadns/internal/toolreport"
 	"github.com/schemadns/schemadns/soak/report"
-	"github.com/schemadns/schemadns/test/toolflags"
-	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // Config is the command line's part for the Mesos scenarios.
@@ -43,7 +43,7 @@ func (cfg *Config) Validate() error {
 var logf = toolflags.Logf
 
 // The Mesos scenarios run bin/coredns with mesosschema against stand-in
-// masters (test/mesosmaster) on 127.0.0.2 and 127.0.0.3, serving a
+// masters (internal/mesosmaster) on 127.0.0.2 and 127.0.0.3, serving a
 // generated cluster whose tasks change between polls, and break the
 // masters in the ways the plugin promises to survive. They need no API
 // server: a run of these alone starts none.

@@ -11,12 +11,12 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/internal/dnsload"
+	"github.com/schemadns/schemadns/internal/mesosmaster"
+	"github.com/schemadns/schemadns/internal/toolflags"
+	"github.com/schemadns/schemadns/internal/zookeeper"
 	"github.com/schemadns/schemadns/soak/observe"
 	"github.com/schemadns/schemadns/soak/server"
-	"github.com/schemadns/schemadns/test/dnsload"
-	"github.com/schemadns/schemadns/test/mesosmaster"
-	"github.com/schemadns/schemadns/test/toolflags"
-	"github.com/schemadns/schemadns/test/zookeeper"
 )
 
 // env is one Mesos scenario's world.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 // Doc is the page being written.

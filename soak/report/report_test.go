@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 // TestMachineJSON: the machine's facts go to reliability.json as an object

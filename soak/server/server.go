@@ -19,8 +19,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/dnsload"
-	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/internal/dnsload"
+	"github.com/schemadns/schemadns/internal/procstat"
 )
 
 // Server is one running bin/coredns: for the Kubernetes scenarios ours

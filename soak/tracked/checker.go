@@ -9,9 +9,9 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/schemadns/schemadns/internal/dnsload"
 	"github.com/schemadns/schemadns/soak/observe"
 	"github.com/schemadns/schemadns/soak/server"
-	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // checker asks one server for the tracked names, round robin, at a rate,

@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/schemadns/schemadns/internal/dnsload"
+	"github.com/schemadns/schemadns/internal/kubeapi"
+	"github.com/schemadns/schemadns/internal/toolflags"
 	"github.com/schemadns/schemadns/soak/observe"
-	"github.com/schemadns/schemadns/test/dnsload"
-	"github.com/schemadns/schemadns/test/kubeapi"
-	"github.com/schemadns/schemadns/test/toolflags"
 )
 
 // Address plan: loaded endpoints, endpoints written later and clusterset

@@ -16,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/schemadns/schemadns/internal/dnsload"
 	"github.com/schemadns/schemadns/soak/observe"
-	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // Service is one service the soak rewrites and checks: a headless service

@@ -7,7 +7,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/dnsload"
+	"github.com/schemadns/schemadns/internal/dnsload"
 )
 
 // answer is a NOERROR reply with the A records addrs.

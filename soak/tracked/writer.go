@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/schemadns/schemadns/internal/dnsload"
 	"github.com/schemadns/schemadns/soak/observe"
-	"github.com/schemadns/schemadns/test/dnsload"
 )
 
 // WritersPerConn is how many writers share one HTTP/2 connection: the API

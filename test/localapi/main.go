@@ -1,5 +1,5 @@
 // Command localapi runs a local etcd and kube-apiserver (package
-// test/kubeapi) until interrupted, for `make run`: the DNS server and kubectl
+// internal/kubeapi) until interrupted, for `make run`: the DNS server and kubectl
 // talk to it through the kubeconfig it writes.
 //
 //	go run ./test/localapi [-kubeconfig .localapi/kubeconfig] [-log .localapi/kubeapi.log] [-apply examples]
@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 func main() {

@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/dnsload"
-	"github.com/schemadns/schemadns/test/procstat"
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/dnsload"
+	"github.com/schemadns/schemadns/internal/procstat"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 // The churn: many client-go writers rewrite the EndpointSlices of the

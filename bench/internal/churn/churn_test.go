@@ -7,7 +7,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/dnsload"
+	"github.com/schemadns/schemadns/internal/dnsload"
 )
 
 // reply is a NOERROR answer of the given addresses.

@@ -18,10 +18,10 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/bench/internal/server"
+	"github.com/schemadns/schemadns/internal/toolflags"
+	"github.com/schemadns/schemadns/internal/toolreport"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
-	"github.com/schemadns/schemadns/test/toolflags"
-	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // The Mesos shapes: mesosschema polling a stand-in master (in this

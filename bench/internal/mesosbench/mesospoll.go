@@ -12,9 +12,9 @@ import (
 
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/server"
+	"github.com/schemadns/schemadns/internal/procstat"
+	"github.com/schemadns/schemadns/internal/toolreport"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
-	"github.com/schemadns/schemadns/test/procstat"
-	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // The poll tests, on the poller (mesosschema polling every second).

@@ -13,17 +13,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/schemadns/schemadns/test/mesosmaster"
+	"github.com/schemadns/schemadns/internal/mesosmaster"
 )
 
-// standIn is the Mesos master of a shape: test/mesosmaster's stand-in, in
+// standIn is the Mesos master of a shape: internal/mesosmaster's stand-in, in
 // this process, behind a tap. The servers are given the tap's address (and
 // the states name it as the leader), so every poll passes through it: the
 // tap records when the poll arrives and when the master's answer starts and
 // ends, and runs a hook at the arrival, before the poll is forwarded, while
 // the polling server waits (the moment its CPU time is read).
 //
-// test/mesosmaster has no hook of its own; the tap costs a loopback hop
+// internal/mesosmaster has no hook of its own; the tap costs a loopback hop
 // (well under a millisecond next to a poll of megabytes), which the
 // poll-to-answer times include.
 type standIn struct {
@@ -33,7 +33,7 @@ type standIn struct {
 	proxy  *httputil.ReverseProxy
 	// warm asks the master for the gzipped body right after it is set, so
 	// that the master compresses it before the next poll, not during it
-	// (test/mesosmaster compresses a body once, when first asked).
+	// (internal/mesosmaster compresses a body once, when first asked).
 	warm *http.Client
 	hook atomic.Pointer[func() pollSample]
 	// events has one entry per poll answered; when nobody reads them the

@@ -5,9 +5,9 @@ import (
 	"math/rand/v2"
 	"net/netip"
 
+	"github.com/schemadns/schemadns/internal/toolreport"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
-	"github.com/schemadns/schemadns/test/toolreport"
 )
 
 // Shape is a Mesos cluster mesosschema is measured on: a master's

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/internal/procstat"
 )
 
 // Spec is one load run: dnsperf over UDP, or over TCP this tool's

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/internal/toolflags"
 )
 
 // Settings are the command line's settings of the CPU tests.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/dnsload"
+	"github.com/schemadns/schemadns/internal/dnsload"
 )
 
 // The TCP load of the largest headless service comes from this tool itself

@@ -10,7 +10,7 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 // The chart: small panels of grouped bars, one group per shape, drawn as

@@ -8,7 +8,7 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/querymix"
 	"github.com/schemadns/schemadns/bench/internal/results"
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 // mesosShapeList is "M1, M2 (M2 the worst case)".
@@ -258,7 +258,7 @@ func writeMesosQueries(b *toolreport.Doc, mr *mesosbench.Result) {
 func writeMesosMethod(b *toolreport.Doc, res *results.Results) {
 	b.Heading(3, "How the Mesos shapes are measured")
 	writeTargets(b, res, mesosbench.KeyMesos, mesosbench.KeyMesosPoller, mesosbench.KeyFile)
-	b.Para("The master is test/mesosmaster's stand-in, in the bench process, behind a tap (an HTTP reverse proxy "+
+	b.Para("The master is internal/mesosmaster's stand-in, in the bench process, behind a tap (an HTTP reverse proxy "+
 		"on loopback) that the servers are given as their only master and that the state names as its leader; "+
 		"it serves `/master/state` gzipped, as a master does for a client that accepts gzip, each body "+
 		"compressed once before the poll that gets it. Every server is its own `bin/coredns` with the plugin "+

@@ -17,7 +17,7 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 // Write writes docs/benchmarks.md, the chart it embeds and the raw
@@ -157,7 +157,7 @@ func writeShapes(b *toolreport.Doc, res *results.Results) {
 		"service has two named TCP ports and its endpoints in one EndpointSlice; headless endpoints carry " +
 		"StatefulSet-style hostnames.")
 	if threshold {
-		b.Para("S5 is test/clustershape's threshold shape, loaded once by its loader (`clustershape.Load`) and " +
+		b.Para("S5 is internal/clustershape's threshold shape, loaded once by its loader (`clustershape.Load`) and " +
 			"measured twice on the same API server, both plugins with `pods disabled` (no pod watch), then both with " +
 			"`pods verified`: services of one or two named TCP ports, their EndpointSlices as the EndpointSlice " +
 			"controller cuts them (at most 100 endpoints each, one set per family for dual-stack services), " +

@@ -9,7 +9,7 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/churn"
 	"github.com/schemadns/schemadns/bench/internal/results"
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 var update = flag.Bool("update", false, "write the golden pages of testdata/ again from the code")

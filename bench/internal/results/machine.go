@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/schemadns/schemadns/bench/internal/perf"
-	"github.com/schemadns/schemadns/test/toolreport"
+	"github.com/schemadns/schemadns/internal/toolreport"
 )
 
 // Machine are the facts of the host that the figures depend on: those

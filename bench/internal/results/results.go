@@ -12,7 +12,7 @@ import (
 	"github.com/schemadns/schemadns/bench/internal/mesosbench"
 	"github.com/schemadns/schemadns/bench/internal/perf"
 	"github.com/schemadns/schemadns/bench/internal/server"
-	"github.com/schemadns/schemadns/test/clustershape"
+	"github.com/schemadns/schemadns/internal/clustershape"
 )
 
 // Results are everything the report is written from (and docs/benchmarks.json).

@@ -4,7 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/internal/procstat"
 )
 
 // PeakWatch samples a figure every period until ended and keeps the

@@ -20,8 +20,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/dnsload"
-	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/internal/dnsload"
+	"github.com/schemadns/schemadns/internal/procstat"
 )
 
 // Server is a running bin/coredns serving one target.

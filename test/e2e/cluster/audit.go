@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 // The API server's audit log of the DNS servers' lists and watches

@@ -43,7 +43,7 @@ func recordKept(pid int, name string) error {
 	return errors.Join(err, f.Close())
 }
 
-// detachedLauncher writes a script that runs bin for test/kubeapi (etcd,
+// detachedLauncher writes a script that runs bin for internal/kubeapi (etcd,
 // kube-apiserver) so that it outlives the runner. kubeapi starts its
 // servers with a parent-death signal and their output through pipes into
 // the runner, both of which would end them with it. The script records its

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/schemadns/schemadns/test/procstat"
+	"github.com/schemadns/schemadns/internal/procstat"
 )
 
 // MemoryCgroup is the directory of a process's v1 memory cgroup.

@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 // Node is the running cluster: control plane, runtime, kubelet, kube-proxy.

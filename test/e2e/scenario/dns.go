@@ -10,9 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/schemadns/schemadns/internal/kubeapi"
 	"github.com/schemadns/schemadns/test/e2e/cluster"
 	"github.com/schemadns/schemadns/test/e2e/manifests"
-	"github.com/schemadns/schemadns/test/kubeapi"
 )
 
 // OursNodeLocal is deploy/components/node-local's DaemonSet.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/internal/toolflags"
 )
 
 // Sleep sleeps for d, or until ctx ends (its error then).

@@ -18,10 +18,10 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/schemadns/schemadns/internal/procstat"
 	"github.com/schemadns/schemadns/test/e2e/cluster"
 	"github.com/schemadns/schemadns/test/e2e/manifests"
 	"github.com/schemadns/schemadns/test/e2e/scenario"
-	"github.com/schemadns/schemadns/test/procstat"
 )
 
 // section is the check's section of the report.

@@ -14,11 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/schemadns/schemadns/internal/procstat"
 	"github.com/schemadns/schemadns/test/e2e/cluster"
 	"github.com/schemadns/schemadns/test/e2e/manifests"
 	"github.com/schemadns/schemadns/test/e2e/scenario"
 	"github.com/schemadns/schemadns/test/e2e/scenario/loadlog"
-	"github.com/schemadns/schemadns/test/procstat"
 )
 
 // The bounds of one server's measurement at full S5 (about 7 minutes

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/schemadns/schemadns/test/clustershape"
+	"github.com/schemadns/schemadns/internal/clustershape"
 	"github.com/schemadns/schemadns/test/e2e/scenario"
 )
 
@@ -28,7 +28,7 @@ func (th *Thresholds) section(summary bool) string {
 		fmt.Fprintf(&b, "**At %g × S5 (-thresholds-scale), not at the thresholds.**\n\n", th.scale)
 	}
 	c := t.layout.Counts()
-	fmt.Fprintf(&b, "The shape (package test/clustershape, which make bench loads too): %s. "+
+	fmt.Fprintf(&b, "The shape (package internal/clustershape, which make bench loads too): %s. "+
 		"Every pod's schedulerName is served by no scheduler and its addresses were written through the status subresource; "+
 		"the addresses are data only (100.64.0.0/10, fd00:100:64::/48), and the services carry a service-proxy-name so that kube-proxy programs none of them. "+
 		"Loaded once for every server: %s services, slices and pods in %.0f s (%s writes with the pods' status, %d retried); "+

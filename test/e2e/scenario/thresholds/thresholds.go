@@ -22,7 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/schemadns/schemadns/test/clustershape"
+	"github.com/schemadns/schemadns/internal/clustershape"
 	"github.com/schemadns/schemadns/test/e2e/cluster"
 	"github.com/schemadns/schemadns/test/e2e/manifests"
 	"github.com/schemadns/schemadns/test/e2e/report"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schemadns/schemadns/test/childproc"
+	"github.com/schemadns/schemadns/internal/childproc"
 )
 
 // startEtcd starts a single-member etcd on loopback and returns its client

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/mod/modfile"
 
-	"github.com/schemadns/schemadns/test/childproc"
+	"github.com/schemadns/schemadns/internal/childproc"
 )
 
 // tool is a binary that hack/tools.sh builds from the module hack/tools/<name>,

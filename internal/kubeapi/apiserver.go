@@ -14,8 +14,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/schemadns/schemadns/test/childproc"
-	"github.com/schemadns/schemadns/test/toolflags"
+	"github.com/schemadns/schemadns/internal/childproc"
+	"github.com/schemadns/schemadns/internal/toolflags"
 )
 
 // errStopped means the cluster was stopped for good by Stop.

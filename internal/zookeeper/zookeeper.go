@@ -30,7 +30,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/schemadns/schemadns/test/childproc"
+	"github.com/schemadns/schemadns/internal/childproc"
 )
 
 const (

@@ -1,8 +1,8 @@
 // Command mesosmaster runs the stand-in Mesos master of package
-// test/mesosmaster, for demos: it serves a recorded /master/state (such
+// internal/mesosmaster, for demos: it serves a recorded /master/state (such
 // as examples/mesos/state.json) byte for byte until interrupted.
 //
-//	go run ./test/mesosmaster/cmd/mesosmaster -state examples/mesos/state.json
+//	go run ./internal/mesosmaster/cmd/mesosmaster -state examples/mesos/state.json
 //	curl -s http://127.0.0.1:5050/master/state
 //
 // With -own the state is served as the listening master's own (its leader
@@ -20,8 +20,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/schemadns/schemadns/internal/mesosmaster"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
-	"github.com/schemadns/schemadns/test/mesosmaster"
 )
 
 func main() {

@@ -7,8 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/schemadns/schemadns/test/clustershape"
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/clustershape"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 func TestMain(m *testing.M) { kubeapi.ForTest(m, kubeapi.Options{}) }
