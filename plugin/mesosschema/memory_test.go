@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	tmaster "github.com/schemadns/schemadns/internal/mesosmaster"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosmaster"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
-	tmaster "github.com/schemadns/schemadns/test/mesosmaster"
 )
 
 // heapObjects is the Go heap's object bytes: live objects and dead ones

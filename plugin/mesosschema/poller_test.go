@@ -15,10 +15,10 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/schemadns/schemadns/internal/mesosmaster"
+	"github.com/schemadns/schemadns/internal/zookeeper"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate"
 	"github.com/schemadns/schemadns/plugin/pkg/mesosstate/mesosstatetest"
-	"github.com/schemadns/schemadns/test/mesosmaster"
-	"github.com/schemadns/schemadns/test/zookeeper"
 )
 
 // value is a counter's or a gauge's value.

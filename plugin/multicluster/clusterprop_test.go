@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schemadns/schemadns/internal/kubeapi"
 	"github.com/schemadns/schemadns/plugin/pkg/kubesource"
-	"github.com/schemadns/schemadns/test/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schemadns/schemadns/test/zookeeper"
+	"github.com/schemadns/schemadns/internal/zookeeper"
 )
 
 // zkChange bounds how long a change in ZooKeeper takes to reach the client:

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
-	"github.com/schemadns/schemadns/test/kubeapi"
+	"github.com/schemadns/schemadns/internal/kubeapi"
 )
 
 func TestMain(m *testing.M) {
