@@ -4,23 +4,13 @@
 //
 // The image is the binary on an empty base, with OCI media types and fixed
 // timestamps: two builds of the same binary give the same image digest.
-//
-// The tarball has the layout of `docker save` since Docker 25: an OCI image
-// layout (oci-layout, index.json, blobs/sha256/...) and, pointing at the same
-// blobs, the manifest.json of the older docker-save format. The OCI half
-// keeps the manifest itself, so its media type and digest survive; the
-// manifest.json half is what older `docker load` and go-containerregistry's
-// tarball.ImageFromPath read. (tarball.WriteToFile writes only manifest.json,
-// from which a reader has to rebuild a Docker-typed manifest: the OCI
-// manifest and its digest would be lost.)
+// Package internal/ociimage builds it and writes the tarball in the layout
+// of `docker save` since Docker 25 (its WriteDockerSave says why that
+// layout); this command checks the binary and says what the image runs.
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"debug/elf"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,10 +26,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/schemadns/schemadns/internal/ociimage"
 )
 
 // What the image runs and how; the Dockerfile at the top of the repository
@@ -166,14 +154,14 @@ func run(opts options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := writeArchive(opts.out, opts.tag, opts.platform, opts.created, img); err != nil {
+	if err := ociimage.WriteDockerSave(opts.out, opts.tag, img); err != nil {
 		return err
 	}
 	digest, err := img.Digest()
 	if err != nil {
 		return fmt.Errorf("image digest: %w", err)
 	}
-	fmt.Fprintf(stdout, "wrote %s: %s %s (%s)\n", opts.out, repoTag(opts.tag), digest, opts.platform.String())
+	fmt.Fprintf(stdout, "wrote %s: %s %s (%s)\n", opts.out, ociimage.RepoTag(opts.tag), digest, opts.platform.String())
 	return nil
 }
 
@@ -235,37 +223,29 @@ func checkStatic(path string, p v1.Platform) error {
 
 // buildImage is the binary and an empty /etc/coredns on an empty base.
 func buildImage(opts options) (v1.Image, error) {
-	rootfs, err := rootFS(opts.binary, opts.created)
+	files, err := rootFS(opts.binary)
 	if err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(rootfs)), nil
-	}, tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
-	if err != nil {
-		return nil, fmt.Errorf("layer: %w", err)
-	}
-	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	base, err = mutate.ConfigFile(base, configFile(opts))
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	img, err := mutate.Append(base, mutate.Addendum{
-		Layer:     layer,
-		MediaType: types.OCILayer,
+	img, err := ociimage.Build(ociimage.Spec{
+		Files:    files,
+		Config:   imageConfig(opts),
+		Platform: opts.platform,
+		Created:  opts.created,
 		History: v1.History{
 			Created:   v1.Time{Time: opts.created},
 			CreatedBy: "hack/image: COPY " + filepath.Base(opts.binary) + " " + binaryPath,
 			Comment:   "schemadns " + opts.version,
 		},
+		OCI: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("append layer: %w", err)
+		return nil, err
 	}
 	return img, nil
 }
 
-func configFile(opts options) *v1.ConfigFile {
+func imageConfig(opts options) v1.Config {
 	exposed := map[string]struct{}{}
 	for _, p := range ports {
 		exposed[p] = struct{}{}
@@ -279,246 +259,42 @@ func configFile(opts options) *v1.ConfigFile {
 	if opts.revision != "" {
 		labels["org.opencontainers.image.revision"] = opts.revision
 	}
-	return &v1.ConfigFile{
-		Architecture: opts.platform.Architecture,
-		OS:           opts.platform.OS,
-		Variant:      opts.platform.Variant,
-		Created:      v1.Time{Time: opts.created},
-		RootFS:       v1.RootFS{Type: "layers"},
-		Config: v1.Config{
-			User:         user,
-			Entrypoint:   entrypoint,
-			ExposedPorts: exposed,
-			WorkingDir:   "/",
-			Labels:       labels,
-		},
+	return v1.Config{
+		User:         user,
+		Entrypoint:   entrypoint,
+		ExposedPorts: exposed,
+		WorkingDir:   "/",
+		Labels:       labels,
 	}
 }
 
-// netBindServiceCapability is the security.capability extended attribute
-// (struct vfs_cap_data, revision 2) that `setcap cap_net_bind_service=+ep`
-// writes: CAP_NET_BIND_SERVICE permitted and effective. The image runs as
-// user 65532, and a capability the pod spec adds reaches a non-root
-// process only through its file's capability set (runtimes set no ambient
-// capabilities): without it /coredns could not bind port 53 unless the
-// runtime lowers net.ipv4.ip_unprivileged_port_start, which a
-// host-network pod (the node-local cache) never gets. It lands in the
-// layer as a PAX record, as docker build stores it.
-var netBindServiceCapability = func() string {
-	const (
-		vfsCapRevision2      = 0x02000000
-		vfsCapFlagsEffective = 0x000001
-		capNetBindService    = 10
-	)
-	b := make([]byte, 20) // magic, then permitted and inheritable, low and high words
-	binary.LittleEndian.PutUint32(b[0:], vfsCapRevision2|vfsCapFlagsEffective)
-	binary.LittleEndian.PutUint32(b[4:], 1<<capNetBindService)
-	return string(b)
-}()
+// capNetBindService is CAP_NET_BIND_SERVICE in linux/capability.h.
+const capNetBindService = 10
 
-// rootFS is the uncompressed layer: /etc/, /etc/coredns/ and /coredns,
-// owned by root, every time and id fixed so that only the binary's bytes
-// decide the digest. The binary is executable by all, so the non-root user
-// runs it; /etc/coredns is where a Corefile is mounted.
-func rootFS(binary string, mtime time.Time) ([]byte, error) {
+// netBindServiceCapability is the security.capability extended attribute
+// that `setcap cap_net_bind_service=+ep` writes: CAP_NET_BIND_SERVICE
+// permitted and effective. The image runs as user 65532, and a capability
+// the pod spec adds reaches a non-root process only through its file's
+// capability set (runtimes set no ambient capabilities): without it
+// /coredns could not bind port 53 unless the runtime lowers
+// net.ipv4.ip_unprivileged_port_start, which a host-network pod (the
+// node-local cache) never gets. It lands in the layer as a PAX record, as
+// docker build stores it.
+var netBindServiceCapability = ociimage.FileCapabilities(capNetBindService)
+
+// rootFS is the layer: /etc/, /etc/coredns/ and /coredns, owned by root,
+// every time and id fixed so that only the binary's bytes decide the
+// digest. The binary is executable by all, so the non-root user runs it;
+// /etc/coredns is where a Corefile is mounted.
+func rootFS(binary string) ([]ociimage.File, error) {
 	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return nil, fmt.Errorf("binary: %w", err)
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, dir := range []string{"etc/", strings.TrimPrefix(confDir, "/")} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: mtime}); err != nil {
-			return nil, fmt.Errorf("layer: %w", err)
-		}
-	}
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(binaryPath, "/"), Mode: 0o755, Size: int64(len(bin)), ModTime: mtime,
-		PAXRecords: map[string]string{"SCHILY.xattr.security.capability": netBindServiceCapability}}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, fmt.Errorf("layer: %w", err)
-	}
-	if _, err := tw.Write(bin); err != nil {
-		return nil, fmt.Errorf("layer: %w", err)
-	}
-	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("layer: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
-// repoTag is the name docker-save's manifest.json gives the image: as
-// written, with an explicit tag (Docker cannot load an image without one).
-func repoTag(t name.Tag) string {
-	s := t.String()
-	if !strings.HasSuffix(s, ":"+t.TagStr()) {
-		s += ":" + t.TagStr()
-	}
-	return s
-}
-
-// writeArchive writes img to path as Docker 25's `docker save` does (see
-// the package comment), through a temporary file so that a failed build
-// leaves no half-written tarball behind.
-func writeArchive(path string, tag name.Tag, p v1.Platform, mtime time.Time, img v1.Image) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	a := &archive{tw: tar.NewWriter(tmp), mtime: mtime}
-	if err := a.image(tag, p, img); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := a.tw.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// CreateTemp makes the file 0600; a tarball is for anyone to load.
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// archive writes the entries of the tarball, all with one time.
-type archive struct {
-	tw    *tar.Writer
-	mtime time.Time
-}
-
-func (a *archive) image(tag name.Tag, p v1.Platform, img v1.Image) error {
-	for _, dir := range []string{"blobs/", "blobs/sha256/"} {
-		if err := a.tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o755, ModTime: a.mtime}); err != nil {
-			return err
-		}
-	}
-	cfg, err := img.RawConfigFile()
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	cfgName, err := img.ConfigName()
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	if err := a.file(blobPath(cfgName), cfg); err != nil {
-		return err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return fmt.Errorf("layers: %w", err)
-	}
-	var layerPaths []string
-	for _, l := range layers {
-		lp, err := a.layer(l)
-		if err != nil {
-			return err
-		}
-		layerPaths = append(layerPaths, lp)
-	}
-	manifest, err := img.RawManifest()
-	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
-	}
-	if err := a.file(blobPath(digest), manifest); err != nil {
-		return err
-	}
-	mt, err := img.MediaType()
-	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
-	}
-	index := v1.IndexManifest{
-		SchemaVersion: 2,
-		MediaType:     types.OCIImageIndex,
-		Manifests: []v1.Descriptor{{
-			MediaType: mt,
-			Digest:    digest,
-			Size:      int64(len(manifest)),
-			Platform:  &p,
-			// The names Docker 25 gives in `docker save`: containerd and
-			// podman name the loaded image from the first.
-			Annotations: map[string]string{
-				"io.containerd.image.name":          containerdName(tag),
-				"org.opencontainers.image.ref.name": tag.TagStr(),
-			},
-		}},
-	}
-	if err := a.json("index.json", index); err != nil {
-		return err
-	}
-	docker := tarball.Manifest{{Config: blobPath(cfgName), RepoTags: []string{repoTag(tag)}, Layers: layerPaths}}
-	if err := a.json("manifest.json", docker); err != nil {
-		return err
-	}
-	return a.json("oci-layout", map[string]string{"imageLayoutVersion": "1.0.0"})
-}
-
-// layer writes the compressed blob of l and returns its path.
-func (a *archive) layer(l v1.Layer) (string, error) {
-	digest, err := l.Digest()
-	if err != nil {
-		return "", fmt.Errorf("layer: %w", err)
-	}
-	size, err := l.Size()
-	if err != nil {
-		return "", fmt.Errorf("layer: %w", err)
-	}
-	rc, err := l.Compressed()
-	if err != nil {
-		return "", fmt.Errorf("layer: %w", err)
-	}
-	defer rc.Close()
-	p := blobPath(digest)
-	if err := a.tw.WriteHeader(a.header(p, size)); err != nil {
-		return "", err
-	}
-	if _, err := io.Copy(a.tw, rc); err != nil {
-		return "", fmt.Errorf("layer %s: %w", digest, err)
-	}
-	return p, nil
-}
-
-func (a *archive) json(name string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return a.file(name, b)
-}
-
-func (a *archive) file(name string, b []byte) error {
-	if err := a.tw.WriteHeader(a.header(name, int64(len(b)))); err != nil {
-		return err
-	}
-	_, err := a.tw.Write(b)
-	return err
-}
-
-func (a *archive) header(name string, size int64) *tar.Header {
-	return &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: size, ModTime: a.mtime}
-}
-
-func blobPath(h v1.Hash) string { return "blobs/" + h.Algorithm + "/" + h.Hex }
-
-// containerdName is the fully qualified name, with Docker Hub spelt
-// docker.io as Docker and containerd spell it.
-func containerdName(t name.Tag) string {
-	reg := t.RegistryStr()
-	if reg == name.DefaultRegistry {
-		reg = "docker.io"
-	}
-	return reg + "/" + t.RepositoryStr() + ":" + t.TagStr()
+	return []ociimage.File{
+		{Path: "/etc/", Mode: 0o755},
+		{Path: confDir, Mode: 0o755},
+		{Path: binaryPath, Mode: 0o755, Data: bin,
+			Xattrs: map[string]string{ociimage.CapabilityXattr: netBindServiceCapability}},
+	}, nil
 }

@@ -20,6 +20,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/schemadns/schemadns/internal/ociimage"
 )
 
 func TestSanitizeTag(t *testing.T) {
@@ -61,7 +63,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := repoTag(opts.tag); got != "schemadns/coredns:v1.0.0-x" {
+	if got := ociimage.RepoTag(opts.tag); got != "schemadns/coredns:v1.0.0-x" {
 		t.Errorf("default tag %q", got)
 	}
 	if opts.platform.OS != "linux" || opts.platform.Architecture != runtime.GOARCH {
@@ -273,7 +275,8 @@ func ociManifest(t *testing.T, archive []byte) (v1.IndexManifest, v1.Manifest) {
 		t.Fatalf("index.json %s: %v", files["index.json"], err)
 	}
 	var m v1.Manifest
-	raw := files[blobPath(index.Manifests[0].Digest)]
+	d := index.Manifests[0].Digest
+	raw := files["blobs/"+d.Algorithm+"/"+d.Hex]
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatalf("manifest %s: %v", raw, err)
 	}
