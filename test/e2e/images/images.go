@@ -3,17 +3,14 @@
 // client and busybox. No registry can be reached here, so each is made from
 // this machine's own Debian files and one program compiled from
 // csrc/resolve.c (the clients' resolver, and the pause image's process),
-// and written as a docker-archive tarball that `ctr images import` loads
-// under its name.
+// and written by internal/ociimage as a docker-archive tarball that
+// `ctr images import` loads under its name.
 package images
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	_ "embed"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,9 +20,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/schemadns/schemadns/internal/ociimage"
 )
 
 // Image refs (containerd names) of the test images.
@@ -47,13 +43,8 @@ type Image struct {
 //go:embed csrc/resolve.c
 var resolveSource []byte
 
-// file is one regular file or symlink of a layer.
-type file struct {
-	path string // in the image, absolute
-	mode int64
-	data []byte
-	link string // a symlink's target, else ""
-}
+// file is one regular file, directory or symlink of a layer.
+type file = ociimage.File
 
 // needs maps each command Build runs or copies to its Debian package.
 var needs = map[string]string{
@@ -129,7 +120,7 @@ func binary(src, path string) ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []file{{path: path, mode: 0o755, data: b}}, nil
+	return []file{{Path: path, Mode: 0o755, Data: b}}, nil
 }
 
 // withBase adds the files every client image has: the users (root, the
@@ -139,9 +130,9 @@ func withBase(files []file, err error) ([]file, error) {
 		return nil, err
 	}
 	return append(files,
-		file{path: "/etc/passwd", mode: 0o644, data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n")},
-		file{path: "/etc/group", mode: 0o644, data: []byte("root:x:0:\nnonroot:x:65532:\nnogroup:x:65534:\n")},
-		file{path: "/tmp/", mode: 0o1777},
+		file{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n")},
+		file{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnonroot:x:65532:\nnogroup:x:65534:\n")},
+		file{Path: "/tmp/", Mode: 0o1777},
 	), nil
 }
 
@@ -179,9 +170,9 @@ func glibcFiles(ctx context.Context, resolve string) ([]file, error) {
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, file{path: lib, mode: 0o755, data: b})
+		files = append(files, file{Path: lib, Mode: 0o755, Data: b})
 	}
-	files = append(files, file{path: "/etc/nsswitch.conf", mode: 0o644, data: []byte("passwd: files\ngroup: files\nhosts: files dns\n")})
+	files = append(files, file{Path: "/etc/nsswitch.conf", Mode: 0o644, Data: []byte("passwd: files\ngroup: files\nhosts: files dns\n")})
 	return withBase(files, nil)
 }
 
@@ -217,106 +208,32 @@ func busyboxFiles() ([]file, error) {
 		return nil, err
 	}
 	for _, applet := range []string{"sh", "ip", "sleep", "cat", "ls", "echo", "wget", "nslookup", "true", "touch", "rm", "test"} {
-		files = append(files, file{path: "/bin/" + applet, link: "busybox"})
+		files = append(files, file{Path: "/bin/" + applet, Link: "busybox"})
 	}
 	return withBase(files, nil)
 }
 
-// write makes the one-layer image and writes it as a docker archive. Every
-// timestamp is the epoch, so the same files give the same image.
+// write makes the one-layer image, its files sorted by path (so that each
+// directory comes before what it holds, with its own mode) and owned by
+// root, and writes it as a docker archive. Every timestamp is the epoch, so
+// the same files give the same image.
 func write(out, ref string, entrypoint []string, files []file) error {
-	layerTar, err := layer(files)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	img, err := ociimage.Build(ociimage.Spec{
+		Files: files,
+		Config: v1.Config{
+			Entrypoint: entrypoint,
+			Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
+		},
+		Platform: v1.Platform{OS: "linux", Architecture: "amd64"},
+		Created:  time.Unix(0, 0).UTC(),
+	})
 	if err != nil {
-		return err
-	}
-	// WithCompressedCaching: the digest's gzip pass is kept for the write,
-	// not done again (the glibc layer is 60 MB; under go test -race the
-	// second pass alone took about 10 s). The bytes are the same.
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerTar)), nil
-	}, tarball.WithCompressedCaching)
-	if err != nil {
-		return err
-	}
-	img, err := mutate.AppendLayers(empty.Image, l)
-	if err != nil {
-		return err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
-	cf.Config.Entrypoint = entrypoint
-	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
 	}
 	tag, err := name.NewTag(ref)
 	if err != nil {
 		return err
 	}
-	return tarball.WriteToFile(out, tag, img)
-}
-
-// layer writes files as a tar, parents first, owned by root.
-func layer(files []file) ([]byte, error) {
-	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	dirs := map[string]bool{}
-	epoch := time.Unix(0, 0)
-	for _, f := range files {
-		for _, d := range parents(f.path) {
-			if !dirs[d] {
-				dirs[d] = true
-				mode := int64(0o755)
-				if d == "tmp/" {
-					mode = 0o1777
-				}
-				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: mode, ModTime: epoch}); err != nil {
-					return nil, err
-				}
-			}
-		}
-		name := strings.TrimPrefix(f.path, "/")
-		switch {
-		case strings.HasSuffix(name, "/"):
-			if dirs[name] {
-				continue
-			}
-			dirs[name] = true
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name, Mode: f.mode, ModTime: epoch}); err != nil {
-				return nil, err
-			}
-		case f.link != "":
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: f.link, Mode: 0o777, ModTime: epoch}); err != nil {
-				return nil, err
-			}
-		default:
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch}); err != nil {
-				return nil, err
-			}
-			if _, err := tw.Write(f.data); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// parents lists the directories above a path, outermost first, as tar
-// names ("usr/", "usr/bin/").
-func parents(path string) []string {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	var out []string
-	for i := 1; i < len(parts); i++ {
-		out = append(out, strings.Join(parts[:i], "/")+"/")
-	}
-	return out
+	return ociimage.WriteDockerArchive(out, tag, img)
 }
