@@ -1,6 +1,6 @@
 // Package hold keeps a query whose upstream could not be reached and sends
 // it down the chain again, with a growing, jittered pause between tries,
-// until a try gets a reply or a short window (2 s by default) has passed.
+// until a try gets a reply or a short window (3 s by default) has passed.
 // It rides out the moment when every replica of the cluster DNS is down at
 // once and kube-proxy rejects the Service address: forward and
 // gensearchpath fail such a query within a millisecond, and a replica back

@@ -18,7 +18,12 @@ const pluginName = "hold"
 func init() { plugin.Register(pluginName, setup) }
 
 const (
-	defaultWindow = 2 * time.Second
+	// defaultWindow covers a replica back Ready within 2 s of an outage of
+	// every replica, plus the time its endpoint takes to reach kube-proxy
+	// (up to a second), for a query that came as the replicas died; a try
+	// that starts at its end and meets a slow upstream (forward's 2 s read
+	// timeout) still ends by glibc's and musl's 5 s.
+	defaultWindow = 3 * time.Second
 	// maxWindow is the default timeout of glibc's and musl's resolvers: a
 	// stub resolver has given up on the query by then, so a longer hold
 	// would answer nobody.

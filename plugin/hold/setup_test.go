@@ -30,16 +30,16 @@ func TestHoldSetup(t *testing.T) {
 		floor       int64  // in tokens a second
 		err         string // part of the error; "" for none
 	}{
-		{corefile: "hold", window: 2 * time.Second},
+		{corefile: "hold", window: 3 * time.Second},
 		{corefile: "hold 1500ms", window: 1500 * time.Millisecond},
 		{corefile: "hold 5s", window: 5 * time.Second},
-		{corefile: "hold {\n max_held 500\n}", window: 2 * time.Second, lim: limits{500, 500 * small}},
+		{corefile: "hold {\n max_held 500\n}", window: 3 * time.Second, lim: limits{500, 500 * small}},
 		{corefile: "hold 1s {\n max_held 500 8Mi\n}", window: time.Second, lim: limits{500, 8 << 20}},
-		{corefile: "hold {\n max_held 0 16MiB\n}", window: 2 * time.Second, lim: limits{0, 16 << 20}},
-		{corefile: "hold {\n max_held 10 4096\n}", window: 2 * time.Second, lim: limits{10, 4096}},
-		{corefile: "hold {\n retry_budget 0.5\n}", window: 2 * time.Second, earn: 500},
-		{corefile: "hold {\n retry_budget 2 40\n}", window: 2 * time.Second, earn: 2000, burst: 40},
-		{corefile: "hold {\n retry_budget 2 40 0.5\n}", window: 2 * time.Second, earn: 2000, burst: 40, floor: 500},
+		{corefile: "hold {\n max_held 0 16MiB\n}", window: 3 * time.Second, lim: limits{0, 16 << 20}},
+		{corefile: "hold {\n max_held 10 4096\n}", window: 3 * time.Second, lim: limits{10, 4096}},
+		{corefile: "hold {\n retry_budget 0.5\n}", window: 3 * time.Second, earn: 500},
+		{corefile: "hold {\n retry_budget 2 40\n}", window: 3 * time.Second, earn: 2000, burst: 40},
+		{corefile: "hold {\n retry_budget 2 40 0.5\n}", window: 3 * time.Second, earn: 2000, burst: 40, floor: 500},
 		{corefile: "hold 6s", err: "at most 5s"},
 		{corefile: "hold 0s", err: "more than 0"},
 		{corefile: "hold soon", err: "window"},
