@@ -157,7 +157,7 @@ func aRecord(name string, ttl int, ip string) string {
 
 // TestStaleWindowClusterNames: a cluster name the cache holds is answered
 // stale (TTL 0) once the cluster DNS refuses, within the window after its
-// entry expired, and never past it: SERVFAIL, after hold's 2 s. The
+// entry expired, and never past it: SERVFAIL, after hold's 3 s. The
 // shipped window is the documented one (on the day-long window this
 // failed); the test runs it as 3 s.
 func TestStaleWindowClusterNames(t *testing.T) {
