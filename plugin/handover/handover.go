@@ -21,95 +21,48 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
 
+	"github.com/schemadns/schemadns/plugin/pkg/listeners"
 	"golang.org/x/sys/unix"
 )
 
-// socket is one of this process's UDP sockets that handover may take out.
+// socket is one of this process's UDP listeners that handover may take out.
 type socket struct {
 	fd    int
 	inode uint64
 	local netip.AddrPort
 }
 
-// ownSockets lists this process's bound, unconnected UDP sockets with
-// SO_REUSEPORT: the listeners CoreDNS made (an upstream's socket is
-// connected, and has no SO_REUSEPORT).
+func fromListener(l listeners.Socket) socket { return socket{fd: l.FD, inode: l.Inode, local: l.Local} }
+
+// ownSockets lists this process's listeners (package listeners).
 func ownSockets() ([]socket, error) {
-	entries, err := os.ReadDir("/proc/self/fd")
+	ls, err := listeners.Own()
 	if err != nil {
 		return nil, fmt.Errorf("handover: %w", err)
 	}
-	var out []socket
-	for _, e := range entries {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if s, ok := listener(fd); ok {
-			out = append(out, s)
-		}
+	out := make([]socket, len(ls))
+	for i, l := range ls {
+		out[i] = fromListener(l)
 	}
 	return out, nil
 }
 
-// fdInode is the inode of the socket fd refers to, if it is a socket.
-func fdInode(fd int) (uint64, bool) {
-	link, err := os.Readlink(filepath.Join("/proc/self/fd", strconv.Itoa(fd)))
-	if err != nil || !strings.HasPrefix(link, "socket:[") {
-		return 0, false
-	}
-	inode, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]"), 10, 64)
-	return inode, err == nil
-}
-
 // listener inspects fd: a UDP socket, SO_REUSEPORT, bound, not connected.
 func listener(fd int) (socket, bool) {
-	inode, ok := fdInode(fd)
-	if !ok {
-		return socket{}, false
-	}
-	if typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_DGRAM {
-		return socket{}, false
-	}
-	if rp, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT); err != nil || rp == 0 {
-		return socket{}, false
-	}
-	if _, err := unix.Getpeername(fd); err == nil {
-		return socket{}, false // connected: not a listener
-	}
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return socket{}, false
-	}
-	local, ok := addrPort(sa)
-	if !ok || local.Port() == 0 {
-		return socket{}, false
-	}
-	return socket{fd: fd, inode: inode, local: local}, true
+	l, ok := listeners.Inspect(fd)
+	return fromListener(l), ok
 }
 
 // stillOurs tells whether s.fd still refers to the socket it did: the
 // server closes its listeners at the end of the lameduck, and the number
 // may then name another socket (an upstream's), which must not be touched.
 func (s socket) stillOurs() bool {
-	inode, ok := fdInode(s.fd)
-	return ok && inode == s.inode
-}
-
-func addrPort(sa unix.Sockaddr) (netip.AddrPort, bool) {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port)), true // #nosec G115 -- a port
-	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port)), true // #nosec G115 -- a port
-	}
-	return netip.AddrPort{}, false
+	return listeners.Socket{FD: s.fd, Inode: s.inode, Local: s.local}.StillOurs()
 }
 
 // procSocket is one line of /proc/net/udp or tcp: what the network
