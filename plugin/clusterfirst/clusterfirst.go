@@ -1,15 +1,15 @@
 // Package clusterfirst keeps the cluster's own names answered when the
-// server is overloaded: it watches how long goroutines wait to run (the
-// queue a UDP query waits in before any plugin sees it), and once that
-// wait has stood over a target for 100 ms while the process used, over
-// the last second, the CPU it may use (a queue that stands only because a
-// neighbour, a CPU limit, a stop or the collector holds the process up is
-// never shed for: stock would answer those queries a little late), it
-// drops UDP queries for
-// names outside the cluster zones, which the chain would send to a slower
-// upstream, with a probability that grows while the wait stays over; past
-// a higher bound, once every other name is dropped, it drops cluster names
-// the same way.
+// server is overloaded: it watches how long goroutines wait to run and how
+// full the listeners' receive queues are, and once the wait has stood over
+// a target for 100 ms (or a listener overflowed) while the process used
+// the CPU it may use (a queue that stands only because a neighbour, a CPU
+// limit, a stop or the collector holds the process up is never shed for:
+// stock would answer those queries a little late), it drops UDP queries
+// for names outside the cluster zones, which the chain would send to a
+// slower upstream, with a probability that grows while the queue stands;
+// once every other name is dropped, it drops cluster names too, at random
+// in the kernel (a socket filter on the listeners, socket.go), as much as
+// keeps the listeners' queues short but never empty.
 package clusterfirst
 
 import (

@@ -290,14 +290,15 @@ func newCPUMeter() *cpuMeter {
 // busy reads the clocks at now (monotonic) and returns the share of the
 // allowed CPU the process used since the newest kept reading at least a
 // window old; 0 until there is one, or when the clock cannot be read (a
-// server that cannot tell is never judged overloaded).
-func (m *cpuMeter) busy(now time.Duration) float64 {
+// server that cannot tell is never judged overloaded). recent is the same
+// share over the last shortWindow.
+func (m *cpuMeter) busy(now time.Duration) (busy, recent float64) {
 	if now-m.readAt >= limitRefresh {
 		m.allowed, m.readAt = m.readAllowed(), now
 	}
 	cpu, err := m.readCPU()
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	last := (m.next - 1 + len(m.wall)) % len(m.wall)
 	if m.filled == 0 || now-m.wall[last] >= cpuStep {
@@ -306,13 +307,25 @@ func (m *cpuMeter) busy(now time.Duration) float64 {
 		m.filled = min(m.filled+1, len(m.wall))
 	}
 	if m.allowed <= 0 {
-		return 0
+		return 0, 0
 	}
-	// A ticker may fire a little early: nine tenths of the window is a
-	// whole one.
+	return m.over(now, cpu, cpuWindow), m.over(now, cpu, shortWindow)
+}
+
+// shortWindow is the CPU gate's window when a listener's queue overflows:
+// half a CFS period. An overflow is the proof that the queue stands; the
+// window only tells a process that runs from one that is throttled,
+// stopped or kept off its core (which at half its CPU does not fill a
+// default buffer: test/clusterfirstcond).
+const shortWindow = 50 * time.Millisecond
+
+// over is the share of the allowed CPU used since the newest kept reading
+// at least w old (a ticker may fire a little early: nine tenths of w is a
+// whole one).
+func (m *cpuMeter) over(now, cpu, w time.Duration) float64 {
 	for i := 1; i <= m.filled; i++ {
 		k := (m.next - i + len(m.wall)) % len(m.wall)
-		if span := now - m.wall[k]; span >= cpuWindow*9/10 {
+		if span := now - m.wall[k]; span >= w*9/10 {
 			return float64(cpu-m.cpu[k]) / (float64(span) * m.allowed)
 		}
 	}

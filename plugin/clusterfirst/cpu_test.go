@@ -122,9 +122,9 @@ func TestCPUMeter(t *testing.T) {
 		var cpu time.Duration
 		m.readCPU = func() (time.Duration, error) { return cpu, nil }
 		m.readAllowed = func() float64 { return 0.5 } // a 500m limit
-		var busy float64
+		var busy, recent float64
 		for now := time.Duration(0); now <= 3*cpuWindow; now += every {
-			busy = m.busy(now)
+			busy, recent = m.busy(now)
 			if now < cpuWindow*9/10 && busy != 0 {
 				t.Fatalf("every %v, at %v: busy %g before the readings span a window", every, now, busy)
 			}
@@ -133,9 +133,12 @@ func TestCPUMeter(t *testing.T) {
 		if math.Abs(busy-0.5) > 0.02 {
 			t.Errorf("every %v: a quarter core used under a 500m limit: busy %g, want 0.5", every, busy)
 		}
+		if every < shortWindow && math.Abs(recent-0.5) > 0.02 {
+			t.Errorf("every %v: over the short window, busy %g, want 0.5", every, recent)
+		}
 		m.readCPU = func() (time.Duration, error) { return 0, os.ErrPermission }
-		if b := m.busy(4 * cpuWindow); b != 0 {
-			t.Errorf("unreadable clock: busy %g, want 0", b)
+		if b, r := m.busy(4 * cpuWindow); b != 0 || r != 0 {
+			t.Errorf("unreadable clock: busy %g and %g, want 0", b, r)
 		}
 	}
 }

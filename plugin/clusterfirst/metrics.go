@@ -41,3 +41,14 @@ var (
 // log is the plugin's logger: an episode of shedding begins and ends with a
 // line.
 var log = clog.NewWithPlugin(pluginName)
+
+// Causes of a datagram the kernel dropped at a listener, the "reason" label.
+const (
+	reasonOverflow = "overflow" // the receive buffer was full
+	reasonShed     = "shed"     // clusterfirst's filter was on (a full buffer's drops then count here too)
+)
+
+var listenerDrops = promauto.NewCounterVec(prometheus.CounterOpts{
+	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "listener_drops_total",
+	Help: "UDP datagrams the kernel dropped at the server's listeners before the server read them, by reason: overflow (the receive buffer full) or shed (clusterfirst's random drop past the bound, on while the cluster names are shed).",
+}, []string{"reason"})

@@ -63,6 +63,7 @@ type controller struct {
 	target, bound  time.Duration
 	other, cluster float64
 	previous       time.Duration
+	previousFill   float64
 	// over is how long the delay has stood over target without a break.
 	over time.Duration
 	// episode: shedding began and the probabilities have not stayed 0
@@ -71,32 +72,50 @@ type controller struct {
 	quiet   time.Duration
 }
 
-// step moves the probabilities for the delay of the last period's window;
-// busy says whether the process used the CPU it may (the CPU gate), and
-// elapsed is the time since the last step: a period, or more when the
-// sampler itself waited to run (under overload it does). Nothing
-// is shed while the process is not busy, nor until the delay has stood
-// over target for standing; cluster names are shed only once every other
-// name is: that is the priority.
-func (c *controller) step(delay time.Duration, busy bool, elapsed time.Duration) shedding {
-	defer func() { c.previous = delay }()
+// reading is what a period measured: the run queue's delay over the last
+// window and, where the listeners were read (sockets), the fill of the
+// fullest one's receive queue.
+type reading struct {
+	delay    time.Duration
+	fill     float64
+	sockets  bool
+	overflow bool // a listener overflowed, the drop filter off
+}
+
+// step moves the probabilities for a period's reading; busy says whether
+// the process used the CPU it may (the CPU gate), and elapsed is the time
+// since the last step: a period, or more when the sampler itself waited
+// to run (under overload it does). Nothing is shed while the process is
+// not busy, nor until the delay or the fill has stood over its target for
+// standing. Cluster names are shed only once every other name is, and
+// other names stay all shed while any cluster name is: that is the
+// priority.
+func (c *controller) step(r reading, busy bool, elapsed time.Duration) shedding {
+	defer func() { c.previous, c.previousFill = r.delay, r.fill }()
 	if !busy {
 		c.reset()
 		return 0
 	}
-	if delay >= c.target {
+	switch {
+	case r.overflow:
+		// A listener's buffer filled up and overflowed: the queue stood
+		// for as long as filling it took.
+		c.over = max(c.over+elapsed, standing)
+	case r.delay >= c.target || r.fill >= fillTarget:
 		c.over += elapsed
-	} else {
+	default:
 		c.over = 0
 	}
 	if !c.episode && c.over < standing {
 		return 0
 	}
 	c.episode = true
-	c.other = nextProbability(c.other, delay, c.previous, c.target)
-	c.cluster = nextProbability(c.cluster, delay, c.previous, c.bound)
-	if c.other < 1 {
-		c.cluster = 0
+	if c.other >= 1 || c.cluster > 0 {
+		c.cluster = c.nextCluster(r)
+	}
+	c.other = clamp(nextProbability(c.other, r.delay, c.previous, c.target) + socketPush(r.fill, fillTarget))
+	if c.cluster > 0 {
+		c.other = 1
 	}
 	if c.other > 0 {
 		c.quiet = 0
@@ -104,6 +123,54 @@ func (c *controller) step(delay time.Duration, busy bool, elapsed time.Duration)
 		c.reset()
 	}
 	return sheddingOf(c.other, c.cluster)
+}
+
+// nextCluster is the cluster names' probability after a period. Where the
+// listeners are read, their drops are the kernel's (socket.go), and the
+// queue that stands is the listeners': the probability follows its fill,
+// as PIE follows a queue (proportional and derivative), so that the
+// queue stays near fillBound, never empty (an idle server is lost
+// answers) nor full. Elsewhere it follows the run queue's delay past the
+// bound.
+func (c *controller) nextCluster(r reading) float64 {
+	if !r.sockets {
+		return clamp(nextProbability(c.cluster, r.delay, c.previous, c.bound))
+	}
+	return clamp(c.cluster + fillGain*fillError(r.fill) + fillTrendGain*(r.fill-c.previousFill)/fillBound)
+}
+
+// fillError is how far the fill is from fillBound, as a share of the way
+// to empty or to full: from -1 to 1, so that the probability falls as
+// fast when the queue empties as it climbs when the queue fills (an empty
+// queue is an idle server's lost answers; a full one, late answers).
+func fillError(fill float64) float64 {
+	if fill < fillBound {
+		return (fill - fillBound) / fillBound
+	}
+	return (fill - fillBound) / (1 - fillBound)
+}
+
+func clamp(p float64) float64 { return min(max(p, 0), 1) }
+
+// The listeners' queues steer the probabilities too. Other names: a queue
+// fuller than fillTarget pushes their probability up, by socketGain a
+// period for each fillTarget it is over; only up, the run queue's delay
+// brings it down. The run queue's delay cannot see this part of the wait:
+// with the run queue kept short, the runtime leaves the socket unread
+// until it has nothing else to run. Cluster names: their probability
+// follows the fill around fillBound (fillGain, fillTrendGain). A quarter
+// of the default buffer is about 4 ms of a core's work, a tenth under 2.
+const (
+	fillTarget    = 0.1
+	fillBound     = 0.2
+	socketGain    = 0.02
+	fillGain      = 0.01
+	fillTrendGain = 0.05
+)
+
+// socketPush is how far a queue fill over ref pushes a probability up.
+func socketPush(fill, ref float64) float64 {
+	return socketGain * max(fill-ref, 0) / ref
 }
 
 // reset ends an episode: nothing is shed until a queue stands again.
@@ -146,8 +213,16 @@ type sampler struct {
 
 	// dropsOther and dropsCluster count an episode's drops for its log line.
 	dropsOther, dropsCluster atomic.Uint64
+	// dropsKernel counts the datagrams the listeners dropped while the
+	// filter was on, for the same line (only the sampler's goroutine
+	// writes it).
+	dropsKernel uint64
 	// meter replaces the process's CPU meter in tests.
 	meter *cpuMeter
+	// port is the server's: its listeners' queues are read (0: none);
+	// queues replaces them in tests.
+	port   uint16
+	queues *udpQueues
 }
 
 func newSampler(target, bound time.Duration) *sampler {
@@ -208,7 +283,10 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 	defer tick.Stop()
 	ctl := &controller{target: s.target, bound: s.bound}
 	cpu := s.newMeter()
+	queues := s.newQueues()
+	defer queues.unfilter()
 	var ep episode
+	var sock socketSignal
 	begin := time.Now()
 	var last time.Duration
 	s.running.Store(true)
@@ -224,10 +302,22 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 		hist := reads[0].Value.Float64Histogram()
 		older := h.add(hist.Counts)
 		delay := windowDelay(older, hist.Counts, hist.Buckets)
-		busy := cpu.busy(now)
-		gate := busy >= busyOpen || (ctl.episode && busy >= busyHold)
-		sh := ctl.step(delay, gate, now-last)
+		qr := queues.read(now)
+		sock.follow(qr, queues.filtering(), now)
+		if queues.filtering() {
+			s.dropsKernel += qr.dropped
+		}
+		busy, recent := cpu.busy(now)
+		gate := busy >= busyOpen || (sock.overflowed(now) && recent >= busyOpen) ||
+			(ctl.episode && max(busy, recent) >= busyHold)
+		overflow := qr.dropped > 0 && !queues.filtering()
+		sh := ctl.step(reading{delay: delay, fill: qr.fill, sockets: qr.listeners > 0, overflow: overflow}, gate, now-last)
 		last = now
+		// Past the bound the cluster names' drops are the kernel's, where
+		// the filter is on every listener; elsewhere the handler's.
+		if queues.filter(ctl.cluster, now) {
+			sh = sheddingOf(ctl.other, 0)
+		}
 		s.shedding.Store(uint64(sh))
 		ep.follow(s, ctl, now, delay, busy, cpu.allowed)
 		queueDelay.Set(delay.Seconds())
@@ -235,6 +325,41 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 		dropProbability.WithLabelValues(classOther).Set(ctl.other)
 		dropProbability.WithLabelValues(classCluster).Set(ctl.cluster)
 	}
+}
+
+// newQueues follows the listeners on the server's port (none in tests
+// that give no port).
+func (s *sampler) newQueues() *udpQueues {
+	if s.queues != nil {
+		return s.queues
+	}
+	return newUDPQueues(s.port)
+}
+
+// socketSignal remembers the listeners' overflows.
+type socketSignal struct {
+	// overflowAt is when the kernel last dropped datagrams at a listener
+	// for want of room (with no filter on: its drops are shedding's).
+	overflowAt time.Duration
+	everFull   bool
+}
+
+// follow takes a reading, counting its drops by cause.
+func (ss *socketSignal) follow(r queueReading, filtering bool, now time.Duration) {
+	if r.dropped == 0 {
+		return
+	}
+	if filtering {
+		listenerDrops.WithLabelValues(reasonShed).Add(float64(r.dropped))
+		return
+	}
+	listenerDrops.WithLabelValues(reasonOverflow).Add(float64(r.dropped))
+	ss.overflowAt, ss.everFull = now, true
+}
+
+// overflowed tells whether a listener overflowed in the last standing.
+func (ss *socketSignal) overflowed(now time.Duration) bool {
+	return ss.everFull && now-ss.overflowAt < standing
 }
 
 // newMeter is the CPU gate's meter: the test's, or one of the process.
@@ -276,8 +401,10 @@ func (ep *episode) end(s *sampler, now time.Duration) {
 	}
 	ep.on = false
 	other, cluster := s.dropsOther.Swap(0), s.dropsCluster.Swap(0)
-	log.Infof("stopped shedding after %v: dropped %d UDP queries (%d in the cluster zones, %d other); the longest wait to run was %v",
-		(now - ep.began).Round(time.Millisecond), other+cluster, cluster, other, ep.worstDelay.Round(10*time.Microsecond))
+	kernel := s.dropsKernel
+	s.dropsKernel = 0
+	log.Infof("stopped shedding after %v: dropped %d UDP queries (%d in the cluster zones, %d other), and the kernel %d more at the listeners; the longest wait to run was %v",
+		(now - ep.began).Round(time.Millisecond), other+cluster, cluster, other, kernel, ep.worstDelay.Round(10*time.Microsecond))
 }
 
 // readLatencies reads the histogram into a sample that later reads reuse.

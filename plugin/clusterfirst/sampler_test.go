@@ -125,35 +125,35 @@ func TestControllerPriority(t *testing.T) {
 		c := &controller{target: 5 * time.Millisecond, bound: 10 * time.Millisecond}
 		for range 3 {
 			for range standingPeriods - 1 {
-				if sh := c.step(50*time.Millisecond, true, samplePeriod); sh != 0 {
+				if sh := c.step(reading{delay: 50 * time.Millisecond}, true, samplePeriod); sh != 0 {
 					t.Fatalf("odds %x before the queue stood %v", sh, standing)
 				}
 			}
-			c.step(0, true, samplePeriod) // the queue empties: the interval starts again
+			c.step(reading{}, true, samplePeriod) // the queue empties: the interval starts again
 		}
 	})
 	ms := time.Millisecond
 	c := &controller{target: 5 * ms, bound: 10 * ms}
 	var sh shedding
 	for range standingPeriods - 1 {
-		if sh = c.step(30*ms, true, samplePeriod); sh != 0 {
+		if sh = c.step(reading{delay: 30 * ms}, true, samplePeriod); sh != 0 {
 			t.Fatalf("odds %x before the queue stood %v", sh, standing)
 		}
 	}
 	for range 3 {
-		sh = c.step(12*ms, true, samplePeriod) // past the bound, but other names not all shed yet
+		sh = c.step(reading{delay: 12 * ms}, true, samplePeriod) // past the bound, but other names not all shed yet
 	}
 	if sh.cluster() != 0 && c.other < 1 {
 		t.Fatalf("cluster odds %g while other odds %g", c.cluster, c.other)
 	}
 	for range 20 {
-		sh = c.step(30*ms, true, samplePeriod)
+		sh = c.step(reading{delay: 30 * ms}, true, samplePeriod)
 	}
 	if sh.other() != math.MaxUint32 || sh.cluster() == 0 {
 		t.Fatalf("at 30 ms for 40 ms: other %d, cluster %d; want all other names shed and some cluster names", sh.other(), sh.cluster())
 	}
 	for range 20 {
-		sh = c.step(0, true, samplePeriod)
+		sh = c.step(reading{}, true, samplePeriod)
 	}
 	if sh != 0 {
 		t.Fatalf("after 40 ms of an empty queue: other %g, cluster %g, want none", c.other, c.cluster)
@@ -168,20 +168,20 @@ func TestControllerCPUGate(t *testing.T) {
 	ms := time.Millisecond
 	c := &controller{target: ms, bound: 3 * ms}
 	for range 10 * standingPeriods {
-		if sh := c.step(40*ms, false, samplePeriod); sh != 0 {
+		if sh := c.step(reading{delay: 40 * ms}, false, samplePeriod); sh != 0 {
 			t.Fatalf("odds %x with the CPU gate shut", sh)
 		}
 	}
 	for range standingPeriods + 5 {
-		c.step(40*ms, true, samplePeriod)
+		c.step(reading{delay: 40 * ms}, true, samplePeriod)
 	}
 	if !c.episode || c.other == 0 {
 		t.Fatalf("a queue standing %v with the process busy: episode %v, other odds %g; want shedding", standing, c.episode, c.other)
 	}
-	if sh := c.step(40*ms, false, samplePeriod); sh != 0 || c.episode {
+	if sh := c.step(reading{delay: 40 * ms}, false, samplePeriod); sh != 0 || c.episode {
 		t.Fatalf("gate shut mid-episode: odds %x, episode %v; want none and the episode over", sh, c.episode)
 	}
-	if sh := c.step(40*ms, true, samplePeriod); sh != 0 {
+	if sh := c.step(reading{delay: 40 * ms}, true, samplePeriod); sh != 0 {
 		t.Fatalf("gate open again: odds %x at once, want a new standing interval first", sh)
 	}
 }
@@ -193,24 +193,24 @@ func TestControllerEpisode(t *testing.T) {
 	ms := time.Millisecond
 	c := &controller{target: ms, bound: 3 * ms}
 	for range standingPeriods + 5 {
-		c.step(5*ms, true, samplePeriod)
+		c.step(reading{delay: 5 * ms}, true, samplePeriod)
 	}
 	for range 50 { // 100 ms of an empty queue: odds back to 0, still in the episode
-		c.step(0, true, samplePeriod)
+		c.step(reading{}, true, samplePeriod)
 	}
 	if c.other != 0 || !c.episode {
 		t.Fatalf("after 100 ms of an empty queue: other %g, episode %v; want 0 within the episode", c.other, c.episode)
 	}
-	if sh := c.step(5*ms, true, samplePeriod); sh.other() == 0 {
+	if sh := c.step(reading{delay: 5 * ms}, true, samplePeriod); sh.other() == 0 {
 		t.Fatal("delay over target within an episode: nothing shed, want shedding at once")
 	}
 	for range int(calm/samplePeriod) + 50 {
-		c.step(0, true, samplePeriod)
+		c.step(reading{}, true, samplePeriod)
 	}
 	if c.episode {
 		t.Fatalf("after %v without a drop the episode goes on", calm)
 	}
-	if sh := c.step(5*ms, true, samplePeriod); sh != 0 {
+	if sh := c.step(reading{delay: 5 * ms}, true, samplePeriod); sh != 0 {
 		t.Fatalf("after the episode: odds %x at once, want a new standing interval first", sh)
 	}
 }
@@ -310,11 +310,13 @@ func TestSamplerSeesOverload(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.stop()
-	// 100 goroutines that each run 200 µs and yield: each waits behind
-	// the other 99, some 20 ms, for its turn.
+	// 400 goroutines that each run 50 µs and yield: each waits behind
+	// the other 399, some 20 ms, for its turn; 20,000 schedulings a
+	// second, of which the runtime records one in eight: past minSamples
+	// in every window.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for range 100 {
+	for range 400 {
 		wg.Go(func() {
 			for {
 				select {
@@ -322,7 +324,7 @@ func TestSamplerSeesOverload(t *testing.T) {
 					return
 				default:
 				}
-				for start := time.Now(); time.Since(start) < 200*time.Microsecond; {
+				for start := time.Now(); time.Since(start) < 50*time.Microsecond; {
 				}
 				runtime.Gosched()
 			}

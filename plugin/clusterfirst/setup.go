@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,7 @@ func setup(c *caddy.Controller) error {
 	// At startup every plugin of the block has its handler.
 	c.OnStartup(func() error {
 		primeDropped(cfg)
+		cf.sampler.port = listenPort(cfg.Port)
 		return cf.start(cfg.Handlers())
 	})
 	c.OnShutdown(cf.sampler.stop)
@@ -144,10 +146,23 @@ func servedZones(handlers []plugin.Handler) []string {
 	return slices.Compact(zones)
 }
 
+// listenPort is the server's port as a number (0, and no listener
+// followed, if it is not one).
+func listenPort(port string) uint16 {
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return 0
+	}
+	return uint16(n)
+}
+
 // primeDropped exports the drop counters at 0 for every listener of the
 // block, so that an alert on their rate sees a series before the first
 // drop. The server label is dnsserver's name for the listener.
 func primeDropped(cfg *dnsserver.Config) {
+	for _, reason := range []string{reasonOverflow, reasonShed} {
+		listenerDrops.WithLabelValues(reason)
+	}
 	for _, h := range cfg.ListenHosts {
 		addr, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(h, cfg.Port))
 		if err != nil {

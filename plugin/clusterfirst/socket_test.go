@@ -1,0 +1,211 @@
+package clusterfirst
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/schemadns/schemadns/plugin/pkg/listeners"
+	"golang.org/x/sys/unix"
+)
+
+// listenUDP binds a UDP listener on loopback as CoreDNS does (SO_REUSEPORT),
+// with a receive buffer of rcvbuf bytes when not 0.
+func listenUDP(t *testing.T, rcvbuf int) (*net.UDPConn, listeners.Socket) {
+	t.Helper()
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+			if serr == nil && rcvbuf > 0 {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf)
+			}
+		})
+		return errors.Join(err, serr)
+	}}
+	pc, err := lc.ListenPacket(context.Background(), "udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := pc.(*net.UDPConn)
+	t.Cleanup(func() { conn.Close() })
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s listeners.Socket
+	var ok bool
+	if err := rc.Control(func(fd uintptr) { s, ok = listeners.Inspect(int(fd)) }); err != nil || !ok {
+		t.Fatalf("the listener is not found as one: %v", err)
+	}
+	return conn, s
+}
+
+// queuesOf follows the given listeners as the sampler would its server's.
+func queuesOf(port uint16, socks ...listeners.Socket) *udpQueues {
+	q := newUDPQueues(port)
+	q.find = func() ([]listeners.Socket, error) { return socks, nil }
+	return q
+}
+
+// send writes n datagrams of a small query's size to addr.
+func send(t *testing.T, addr net.Addr, n int) {
+	t.Helper()
+	c, err := net.Dial("udp4", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	msg := make([]byte, 40)
+	for i := range n {
+		if _, err := c.Write(msg); err != nil {
+			t.Fatalf("datagram %d: %v", i, err)
+		}
+	}
+}
+
+// receive reads datagrams until none comes for 100 ms.
+func receive(conn *net.UDPConn) int {
+	buf := make([]byte, 512)
+	n := 0
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, _, err := conn.ReadFrom(buf); err != nil {
+			return n
+		}
+		n++
+	}
+}
+
+func TestFilterDropsAtRandomAndComesOff(t *testing.T) {
+	conn, s := listenUDP(t, 4<<20)
+	q := queuesOf(s.Local.Port(), s)
+	q.read(0)
+	if !q.filter(0.5, 0) {
+		t.Fatal("the filter did not go on the one listener")
+	}
+	const sent = 2000
+	// Sent and read in rounds that the buffer holds, so that every drop
+	// is the filter's.
+	got := 0
+	for range 10 {
+		send(t, conn.LocalAddr(), sent/10)
+		got += receive(conn)
+	}
+	if got < sent*4/10 || got > sent*6/10 {
+		t.Errorf("with a drop probability of 0.5, %d of %d datagrams came through", got, sent)
+	}
+	if r := q.read(time.Second); r.dropped != uint64(sent-got) || r.listeners != 1 {
+		t.Errorf("the listener's drops: %d of 1 listener read, want %d (sent %d, read %d)", r.dropped, sent-got, sent, got)
+	}
+	// Under one step of 1/64, and then at 0, the filter comes off: every
+	// datagram comes through.
+	for _, p := range []float64{1.0 / 128, 0} {
+		if q.filter(p, 2*time.Second) || q.filtering() {
+			t.Fatalf("p %g: the filter is still on", p)
+		}
+		send(t, conn.LocalAddr(), 200)
+		if n := receive(conn); n != 200 {
+			t.Errorf("p %g: %d of 200 datagrams came through, want all", p, n)
+		}
+	}
+}
+
+func TestFilterAtOneDropsAll(t *testing.T) {
+	conn, s := listenUDP(t, 0)
+	q := queuesOf(s.Local.Port(), s)
+	q.read(0)
+	if !q.filter(1, 0) {
+		t.Fatal("the filter did not go on")
+	}
+	send(t, conn.LocalAddr(), 100)
+	if n := receive(conn); n != 0 {
+		t.Errorf("p 1: %d of 100 came through, want none", n)
+	}
+	q.unfilter()
+}
+
+func TestQueuesSeeOverflow(t *testing.T) {
+	conn, s := listenUDP(t, 1) // the kernel's least buffer: a few datagrams
+	q := queuesOf(s.Local.Port(), s)
+	if r := q.read(0); r.dropped != 0 || r.listeners != 1 {
+		t.Fatalf("first reading: %+v, want one listener and no drops", r)
+	}
+	send(t, conn.LocalAddr(), 500)
+	r := q.read(time.Millisecond)
+	if r.dropped == 0 || r.fill < 0.5 {
+		t.Errorf("500 datagrams into a full buffer that no one reads: %+v, want drops and a fill near 1", r)
+	}
+	read := receive(conn)
+	if uint64(read)+r.dropped != 500 {
+		t.Errorf("read %d and dropped %d, want 500 in all", read, r.dropped)
+	}
+	if r := q.read(2 * time.Millisecond); r.dropped != 0 || r.fill != 0 {
+		t.Errorf("after reading everything: %+v, want no new drops and an empty queue", r)
+	}
+}
+
+func TestQueuesFollowOnlyTheServersPort(t *testing.T) {
+	_, ours := listenUDP(t, 0)
+	other, theirs := listenUDP(t, 1)
+	q := queuesOf(ours.Local.Port(), ours, theirs)
+	q.read(0)
+	send(t, other.LocalAddr(), 500) // overflows the other listener only
+	if r := q.read(time.Millisecond); r.listeners != 1 || r.dropped != 0 {
+		t.Errorf("another port's overflow: %+v, want one listener and no drops", r)
+	}
+	receive(other)
+	if !q.filter(1, 0) {
+		t.Fatal("the filter did not go on")
+	}
+	send(t, other.LocalAddr(), 1)
+	if receive(other) != 1 {
+		t.Error("the filter went on another port's listener")
+	}
+}
+
+func TestQueuesLeaveAClosedListener(t *testing.T) {
+	conn, s := listenUDP(t, 0)
+	q := queuesOf(s.Local.Port(), s)
+	q.read(0)
+	conn.Close()
+	// The descriptor may now name another file; a socket that is not the
+	// one found is neither read nor filtered.
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if r := q.read(time.Millisecond); r.listeners != 0 {
+		t.Errorf("a closed listener was read: %+v", r)
+	}
+	if q.filter(1, 0) {
+		t.Error("a filter went on a closed listener")
+	}
+}
+
+func TestDropFilterThresholds(t *testing.T) {
+	q := queuesOf(0)
+	if q.filter(1, 0) {
+		t.Error("no listener: the drops cannot be the kernel's")
+	}
+	for _, c := range []struct {
+		p     float64
+		want  uint32
+		drops bool
+	}{
+		{1, 0, true}, {2, 0, true}, {0.5, math.MaxUint32 / 2, true},
+		{63.9 / 64, math.MaxUint32 / 64, true}, {1.0 / 64, math.MaxUint32 / 64 * 63, true},
+		{0.99 / 64, math.MaxUint32, false}, {0, math.MaxUint32, false}, {-1, math.MaxUint32, false},
+	} {
+		got, drops := filterThreshold(c.p)
+		if diff := int64(got) - int64(c.want); diff > 64 || diff < -64 || drops != c.drops {
+			t.Errorf("p %g: keep below %d (drops %v), want %d (%v)", c.p, got, drops, c.want, c.drops)
+		}
+	}
+}
