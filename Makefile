@@ -52,8 +52,9 @@ lint: ## gofmt, go vet and staticcheck on the whole module (bench/ and soak/ inc
 	staticcheck=$$(realpath $$(hack/tools.sh staticcheck | tail -n 1)) && \
 	$(GO) vet ./... && "$$staticcheck" ./...
 
-run: build ## serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
-	hack/run.sh
+# run builds bin/coredns itself, beside the local API server's binaries.
+run: ## build and serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
+	MAKE="$(MAKE)" hack/run.sh
 
 run-mesos: build ## serve Corefile.mesos on 127.0.0.1:1053: the Mesos-DNS names of examples/mesos, from a stand-in Mesos master on 127.0.0.1:5050 (CONFIG=examples/mesos/config.json: from a Mesos-DNS config.json instead)
 	CONFIG="$(CONFIG)" hack/run-mesos.sh

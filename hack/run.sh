@@ -9,6 +9,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 state=.localapi
 api_pid=
 cleanup() {
+	if [[ -n ${tools_pid:-} ]]; then
+		kill "$tools_pid" 2>/dev/null || true
+		wait "$tools_pid" 2>/dev/null || true
+	fi
 	if [[ -n $api_pid ]]; then
 		kill "$api_pid" 2>/dev/null || true
 		wait "$api_pid" 2>/dev/null || true
@@ -18,12 +22,31 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# On a fresh machine most of the wait is building: bin/coredns, and the
+# local API server's etcd and kube-apiserver (built once per version into
+# the tools cache; only these, not the test tools). They build side by
+# side, so that one's module downloads and links overlap the others'
+# compiling.
+tools_pid=
 if [[ -z ${KUBECONFIG:-} ]]; then
 	mkdir -p "$state"
+	hack/tools.sh apiserver >"$state/tools.out" 2>&1 &
+	tools_pid=$!
+fi
+${MAKE:-make} --no-print-directory build
+if [[ -n $tools_pid ]]; then
+	status=0
+	wait "$tools_pid" || status=$?
+	tools_pid= # reaped: its number may be another process's now
+	if ((status != 0)); then
+		cat "$state/tools.out" >&2
+		echo "building etcd and kube-apiserver failed (above)" >&2
+		exit 1
+	fi
+fi
+
+if [[ -z ${KUBECONFIG:-} ]]; then
 	rm -f "$state/kubeconfig"
-	# Only what the local API server runs: etcd and kube-apiserver (built
-	# once per version into the tools cache), not the test tools.
-	hack/tools.sh apiserver >/dev/null
 	go build -o "$state/localapi" ./test/localapi
 	echo "starting a local kube-apiserver with examples/ (log: $state/kubeapi.log)" >&2
 	"$state/localapi" -kubeconfig "$state/kubeconfig" -log "$state/kubeapi.log" -apply examples >"$state/localapi.out" 2>&1 &

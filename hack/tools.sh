@@ -54,9 +54,11 @@ module_version() {
 
 # lock serialises builds between concurrent runs (two test packages starting
 # at once): the second waits, then finds the binary and skips it.
+# Each binary has its own lock, so that two different ones build side by
+# side (build_kubernetes does).
 lock() {
 	if command -v flock >/dev/null; then
-		exec 9>"$dir/.lock"
+		exec 9>"$dir/.lock-$1"
 		flock 9
 	fi
 }
@@ -81,7 +83,7 @@ build() {
 	if [[ -x $out ]]; then
 		return
 	fi
-	lock
+	lock "$name"
 	if [[ -x $out ]]; then
 		return
 	fi
@@ -117,9 +119,21 @@ build_kubernetes() {
 	ldflags=$(apiserver_ldflags "$version")
 	case $1 in
 	apiserver)
-		build etcd etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3
+		# etcd builds beside kube-apiserver: on a fresh machine each one's
+		# downloads and link then overlap the other's compiling.
+		(
+			trap cleanup EXIT
+			trap 'exit 130' INT
+			trap 'exit 143' TERM
+			build etcd etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3
+		) &
+		local etcd_pid=$!
 		build kube-apiserver kube-apiserver k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver \
 			-ldflags "$ldflags"
+		if ! wait "$etcd_pid"; then
+			echo "tools.sh: building etcd failed" >&2
+			exit 1
+		fi
 		;;
 	kubectl)
 		# kubectl comes from the same Kubernetes release: the deploy/ tests
