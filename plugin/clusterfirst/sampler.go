@@ -312,8 +312,7 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 		busy, recent := cpu.busy(now)
 		gate := busy >= busyOpen || (sock.overflowed(now) && recent >= busyOpen) ||
 			(ctl.episode && max(busy, recent) >= busyHold)
-		overflow := qr.dropped > 0 && !queues.filtering()
-		sh := ctl.step(reading{delay: delay, fill: qr.fill, sockets: qr.listeners > 0, overflow: overflow}, gate, now-last)
+		sh := ctl.step(reading{delay: delay, fill: qr.fill, sockets: qr.listeners > 0, overflow: sock.overflow(now)}, gate, now-last)
 		last = now
 		// Past the bound the cluster names' drops are the kernel's, where
 		// the filter is on every listener; elsewhere the handler's.
@@ -340,28 +339,52 @@ func (s *sampler) newQueues() *udpQueues {
 
 // socketSignal remembers the listeners' overflows.
 type socketSignal struct {
-	// overflowAt is when the kernel last dropped datagrams at a listener
-	// for want of room (with no filter on: its drops are shedding's).
-	overflowAt time.Duration
-	everFull   bool
+	// since is when the current run of readings that each found new
+	// drops (with no filter on: its drops are shedding's) began;
+	// overflowing, whether there is such a run.
+	since       time.Duration
+	overflowing bool
+	// lastAt is when the last sustained overflow was seen.
+	lastAt    time.Duration
+	sustained bool
 }
+
+// sustainedOverflow is how long a listener must go on overflowing, at
+// every reading, to count: a real overload overflows it without a break,
+// where a collection's pause or a stop leaves one reading of drops and a
+// queue the server then drains (make overload at half the saturation
+// rate: counting every overflow, episodes began at those and dropped 134
+// queries that the server without clusterfirst answered).
+const sustainedOverflow = 20 * time.Millisecond
 
 // follow takes a reading, counting its drops by cause.
 func (ss *socketSignal) follow(r queueReading, filtering bool, now time.Duration) {
-	if r.dropped == 0 {
-		return
-	}
-	if filtering {
-		listenerDrops.WithLabelValues(reasonShed).Add(float64(r.dropped))
+	if r.dropped == 0 || filtering {
+		ss.overflowing = false
+		if r.dropped > 0 {
+			listenerDrops.WithLabelValues(reasonShed).Add(float64(r.dropped))
+		}
 		return
 	}
 	listenerDrops.WithLabelValues(reasonOverflow).Add(float64(r.dropped))
-	ss.overflowAt, ss.everFull = now, true
+	if !ss.overflowing {
+		ss.since, ss.overflowing = now, true
+	}
+	if now-ss.since >= sustainedOverflow {
+		ss.lastAt, ss.sustained = now, true
+	}
 }
 
-// overflowed tells whether a listener overflowed in the last standing.
+// overflow tells whether a listener has overflowed without a break for
+// sustainedOverflow, up to now.
+func (ss *socketSignal) overflow(now time.Duration) bool {
+	return ss.sustained && ss.lastAt == now
+}
+
+// overflowed tells whether a sustained overflow was seen in the last
+// standing.
 func (ss *socketSignal) overflowed(now time.Duration) bool {
-	return ss.everFull && now-ss.overflowAt < standing
+	return ss.sustained && now-ss.lastAt < standing
 }
 
 // newMeter is the CPU gate's meter: the test's, or one of the process.

@@ -209,3 +209,45 @@ func TestDropFilterThresholds(t *testing.T) {
 		}
 	}
 }
+
+// TestOverflowMustBeSustained: one reading of drops (a pause the server
+// then drains) is no overflow; drops at every reading for 20 ms are, and
+// open the standing queue at once.
+func TestOverflowMustBeSustained(t *testing.T) {
+	var ss socketSignal
+	drops := queueReading{dropped: 3, listeners: 1}
+	ms := time.Millisecond
+	ss.follow(drops, false, 0)
+	ss.follow(queueReading{listeners: 1}, false, 2*ms) // drained
+	for now := 4 * ms; now < 24*ms; now += 2 * ms {
+		ss.follow(drops, false, now)
+		if ss.overflow(now) {
+			t.Fatalf("at %v, drops for %v only: an overflow", now, now-4*ms)
+		}
+	}
+	ss.follow(drops, false, 24*ms)
+	if !ss.overflow(24*ms) || !ss.overflowed(24*ms) {
+		t.Fatal("drops at every reading for 20 ms: no overflow")
+	}
+	if ss.overflow(26*ms) || !ss.overflowed(26*ms) {
+		t.Error("overflow is only the reading's; overflowed lasts a standing")
+	}
+	if ss.overflowed(24*ms + standing) {
+		t.Error("overflowed after a standing without drops")
+	}
+	// The filter's own drops are shedding, not an overflow.
+	var shed socketSignal
+	for now := time.Duration(0); now <= 40*ms; now += 2 * ms {
+		shed.follow(drops, true, now)
+	}
+	if shed.overflowed(40 * ms) {
+		t.Error("the filter's drops counted as an overflow")
+	}
+	// A sustained overflow proves the standing queue at once and pushes
+	// the other names' odds up, whatever the run queue's delay.
+	c := &controller{target: defaultTarget, bound: defaultBound}
+	sh := c.step(reading{overflow: true, sockets: true}, true, samplePeriod)
+	if !c.episode || sh.other() == 0 || sh.cluster() != 0 {
+		t.Errorf("an overflow: episode %v, odds %d/%d, want an episode and other names' odds only", c.episode, sh.other(), sh.cluster())
+	}
+}
