@@ -144,7 +144,7 @@ func (s *Disruptions) disrupt(ctx context.Context, section, setup string, client
 }
 
 // clusterfirstDrops reads each cluster DNS pod's count of queries its
-// clusterfirst plugin shed (a shed query is a lookup that waits out its
+// clusterfirst plugin shed, in the server or in the kernel (a shed query is a lookup that waits out its
 // resolver's timeout, as a lost one does); a pod that does not answer is
 // left out.
 func (s *Disruptions) clusterfirstDrops(ctx context.Context) map[string]float64 {
@@ -154,9 +154,12 @@ func (s *Disruptions) clusterfirstDrops(ctx context.Context) map[string]float64 
 	}
 	drops := map[string]float64{}
 	for _, p := range pods {
-		v, err := scenario.ScrapeSum(ctx, "http://"+p.Status.PodIP+":9153/metrics", "coredns_clusterfirst_dropped_total")
-		if err == nil {
-			drops[p.Name] = v
+		url := "http://" + p.Status.PodIP + ":9153/metrics"
+		// In the server, and in the kernel by its filter on the listeners.
+		v, err := scenario.ScrapeSum(ctx, url, "coredns_clusterfirst_dropped_total")
+		k, kerr := scenario.ScrapeSum(ctx, url, `coredns_clusterfirst_listener_drops_total{reason="shed"}`)
+		if err == nil && kerr == nil {
+			drops[p.Name] = v + k
 		}
 	}
 	return drops
