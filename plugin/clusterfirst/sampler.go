@@ -113,7 +113,7 @@ func (c *controller) step(r reading, busy bool, elapsed time.Duration) shedding 
 	if c.other >= 1 || c.cluster > 0 {
 		c.cluster = c.nextCluster(r)
 	}
-	c.other = nextProbability(c.other, r.delay, c.previous, c.target)
+	c.other = clamp(nextProbability(c.other, r.delay, c.previous, c.target) + socketPush(r.fill))
 	if r.overflow {
 		// The kernel is dropping at random already: other names go first.
 		c.other = clamp(c.other + overflowPush)
@@ -156,19 +156,29 @@ func fillError(fill float64) float64 {
 
 func clamp(p float64) float64 { return min(max(p, 0), 1) }
 
-// The listeners' queues steer the probabilities too. An overflow pushes
-// the other names' probability up by overflowPush a period: the run
+// socketPush is how far a fill over fillTarget pushes the other names'
+// probability up within an episode (only up: the run queue's delay brings
+// it down), by socketGain a period for each fillTarget it is over.
+func socketPush(fill float64) float64 {
+	return socketGain * max(fill-fillTarget, 0) / fillTarget
+}
+
+// The listeners' queues steer the probabilities too. Within an episode,
+// a fill over a tenth of the buffer pushes the other names' probability
+// up (socketPush), and an overflow by overflowPush a period: the run
 // queue's delay cannot see that part of the wait (with the run queue kept
 // short, the runtime leaves the socket unread until it has nothing else
-// to run). A fill is no overload by itself: a server near its capacity
-// reads its socket in bursts, a tenth of the buffer and more, and answers
-// every query within milliseconds (make overload at half its saturation:
-// shedding on a fill over a tenth dropped 490 queries that the server
-// without clusterfirst answered, p99 10 ms). The cluster names'
-// probability follows the fill around fillBound (fillGain, fillTrendGain)
-// once every other name is dropped: a fifth of the default buffer is
-// about 3 ms of a core's work.
+// to run). But a fill does not begin an episode: a server near its
+// capacity reads its socket in bursts, a tenth of the buffer and more, and
+// still answers within milliseconds (make overload at half its
+// saturation: episodes begun on a fill over a tenth dropped 490 queries
+// that the server without clusterfirst answered, p99 10 ms). The cluster
+// names' probability follows the fill around fillBound (fillGain,
+// fillTrendGain) once every other name is dropped: a fifth of the default
+// buffer is about 3 ms of a core's work.
 const (
+	fillTarget    = 0.1
+	socketGain    = 0.02
 	overflowPush  = 0.1
 	fillBound     = 0.2
 	fillGain      = 0.01
