@@ -52,3 +52,9 @@ var listenerDrops = promauto.NewCounterVec(prometheus.CounterOpts{
 	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "listener_drops_total",
 	Help: "UDP datagrams the kernel dropped at the server's listeners before the server read them, by reason: overflow (the receive buffer full) or shed (clusterfirst's random drop past the bound, on while the cluster names are shed).",
 }, []string{"reason"})
+
+// The two series of listenerDrops, looked up once.
+var (
+	listenerDropsShed     = listenerDrops.WithLabelValues(reasonShed)
+	listenerDropsOverflow = listenerDrops.WithLabelValues(reasonOverflow)
+)

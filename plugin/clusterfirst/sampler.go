@@ -87,9 +87,9 @@ type reading struct {
 // since the last step: a period, or more when the sampler itself waited
 // to run (under overload it does). Nothing is shed while the process is
 // not busy, nor until the delay has stood over target for standing (or a
-// listener overflowed, which proves it stood). Cluster names are shed only once every other name is, and
-// other names stay all shed while any cluster name is: that is the
-// priority.
+// listener overflowed, which proves it stood). Cluster names are shed only
+// once every other name is, and other names stay all shed while any
+// cluster name is: that is the priority.
 func (c *controller) step(r reading, busy bool, elapsed time.Duration) shedding {
 	defer func() { c.previous, c.previousFill = r.delay, r.fill }()
 	if !busy {
@@ -231,10 +231,8 @@ type sampler struct {
 	dropsKernel uint64
 	// meter replaces the process's CPU meter in tests.
 	meter *cpuMeter
-	// port is the server's: its listeners' queues are read (0: none);
-	// queues replaces them in tests.
-	port   uint16
-	queues *udpQueues
+	// port is the server's: its listeners' queues are read (0: none).
+	port uint16
 }
 
 func newSampler(target, bound time.Duration) *sampler {
@@ -295,7 +293,7 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 	defer tick.Stop()
 	ctl := &controller{target: s.target, bound: s.bound}
 	cpu := s.newMeter()
-	queues := s.newQueues()
+	queues := newUDPQueues(s.port)
 	defer queues.unfilter()
 	var ep episode
 	var sock socketSignal
@@ -338,15 +336,6 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 	}
 }
 
-// newQueues follows the listeners on the server's port (none in tests
-// that give no port).
-func (s *sampler) newQueues() *udpQueues {
-	if s.queues != nil {
-		return s.queues
-	}
-	return newUDPQueues(s.port)
-}
-
 // socketSignal remembers the listeners' overflows.
 type socketSignal struct {
 	// since is when the current run of readings that each found new
@@ -372,11 +361,11 @@ func (ss *socketSignal) follow(r queueReading, filtering bool, now time.Duration
 	if r.dropped == 0 || filtering {
 		ss.overflowing = false
 		if r.dropped > 0 {
-			listenerDrops.WithLabelValues(reasonShed).Add(float64(r.dropped))
+			listenerDropsShed.Add(float64(r.dropped))
 		}
 		return
 	}
-	listenerDrops.WithLabelValues(reasonOverflow).Add(float64(r.dropped))
+	listenerDropsOverflow.Add(float64(r.dropped))
 	if !ss.overflowing {
 		ss.since, ss.overflowing = now, true
 	}

@@ -160,9 +160,6 @@ func listenPort(port string) uint16 {
 // block, so that an alert on their rate sees a series before the first
 // drop. The server label is dnsserver's name for the listener.
 func primeDropped(cfg *dnsserver.Config) {
-	for _, reason := range []string{reasonOverflow, reasonShed} {
-		listenerDrops.WithLabelValues(reason)
-	}
 	for _, h := range cfg.ListenHosts {
 		addr, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(h, cfg.Port))
 		if err != nil {

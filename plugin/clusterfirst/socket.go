@@ -99,7 +99,6 @@ type udpQueues struct {
 	port    uint16
 	socks   []listeners.Socket
 	foundAt time.Duration
-	found   bool
 	// drops is the last sum of the listeners' drop counters, by inode (a
 	// listener found again keeps its count; a new one starts from its own).
 	drops map[uint64]uint32
@@ -113,7 +112,9 @@ type udpQueues struct {
 }
 
 func newUDPQueues(port uint16) *udpQueues {
-	return &udpQueues{port: port, drops: map[uint64]uint32{}, keepBelow: math.MaxUint32, find: listeners.Own}
+	// foundAt a findEvery ago: the first reading looks for them.
+	return &udpQueues{port: port, drops: map[uint64]uint32{}, keepBelow: math.MaxUint32,
+		foundAt: -findEvery, find: listeners.Own}
 }
 
 // queueReading is one reading of the listeners.
@@ -133,7 +134,7 @@ func (q *udpQueues) read(now time.Duration) queueReading {
 	if q.port == 0 {
 		return queueReading{}
 	}
-	if !q.found || now-q.foundAt >= findEvery {
+	if now-q.foundAt >= findEvery {
 		q.refind(now)
 	}
 	var r queueReading
@@ -157,7 +158,7 @@ func (q *udpQueues) read(now time.Duration) queueReading {
 // refind lists the listeners on the server's port again, forgetting the
 // drop counts of those gone.
 func (q *udpQueues) refind(now time.Duration) {
-	q.found, q.foundAt = true, now
+	q.foundAt = now
 	all, err := q.find()
 	if err != nil {
 		return // keep the last list: a listener read through StillOurs only
