@@ -427,3 +427,30 @@ func TestHoldLastTryWhenThrottled(t *testing.T) {
 		t.Errorf("a retry was allowed while the last try's token is owed")
 	}
 }
+
+// TestHoldLastTryAfterLatePause: on a busy node a pause meant to end
+// inside the window ends past it. With no tokens to spend, the try that
+// pause leads to is still made, lent its token as the window's last try:
+// each of 4 queries is tried once more, then fails with SERVFAIL.
+func TestHoldLastTryAfterLatePause(t *testing.T) {
+	const server, window = "dns://late-pause:53", 200 * time.Millisecond
+	next := &refusing{}
+	h := fastHold(next, window)
+	h.retries = newRetryBudget(0, 4, 0)
+	h.retries.tokens.Store(0)
+	h.sleeper = func(ctx context.Context, d time.Duration) bool {
+		return sleep(ctx, d+window) // every pause ends past the window
+	}
+	_, rcodes := concurrently(serverCtx(server), h, 4)
+	for i, rc := range rcodes {
+		if rc != dns.RcodeServerFailure {
+			t.Errorf("query %d: rcode %s, want SERVFAIL", i, dns.RcodeToString[rc])
+		}
+	}
+	if got := next.tries.Load(); got != 4+4 {
+		t.Errorf("%d tries, want 8: each query's first and its last, lent", got)
+	}
+	if got := testutil.ToFloat64(throttled.WithLabelValues(server)); got != 0 {
+		t.Errorf("throttled_total %.0f, want 0: no pause passed without its try", got)
+	}
+}

@@ -42,6 +42,9 @@ type Hold struct {
 
 	held    *budget      // shared by every hold of the process
 	retries *retryBudget // this stanza's own
+
+	// sleeper waits out a pause: sleep, unless a test needs a late timer.
+	sleeper func(ctx context.Context, d time.Duration) bool
 }
 
 // Name implements plugin.Handler.
@@ -122,9 +125,12 @@ func (q *heldQuery) retry() bool {
 		pause := q.pauses.next()
 		last := pause >= left // this try comes as the window ends
 		wait := min(pause, left)
-		if wait <= 0 || !sleep(q.ctx, wait) {
+		if wait <= 0 || !q.sleep(wait) {
 			return false
 		}
+		// On a busy node a pause can end past the window's end: the try it
+		// leads to is then the last one and is lent its token like any.
+		last = last || !time.Now().Before(q.end)
 		if !q.retries.spend(last) {
 			throttled.WithLabelValues(q.server).Inc()
 			continue
@@ -142,6 +148,13 @@ func (q *heldQuery) retry() bool {
 			return false
 		}
 	}
+}
+
+func (q *heldQuery) sleep(d time.Duration) bool {
+	if q.sleeper != nil {
+		return q.sleeper(q.ctx, d)
+	}
+	return sleep(q.ctx, d)
 }
 
 // sleep waits d, or less when ctx ends first; it reports whether d passed.
