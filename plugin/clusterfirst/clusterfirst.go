@@ -7,9 +7,11 @@
 // stock would answer those queries a little late), it drops UDP queries
 // for names outside the cluster zones, which the chain would send to a
 // slower upstream, with a probability that grows while the queue stands;
-// once every other name is dropped, it drops cluster names too, at random
-// in the kernel (a socket filter on the listeners, socket.go), as much as
-// keeps the listeners' queues short but never empty.
+// once every other name is dropped, it drops cluster names too, at random,
+// as much as keeps the listeners' queues short but never empty, and both
+// in the kernel (a socket filter on the listeners that reads the
+// question's name, socket.go and bpf.go), before the server spends any
+// work on them.
 package clusterfirst
 
 import (

@@ -233,6 +233,8 @@ type sampler struct {
 	meter *cpuMeter
 	// port is the server's: its listeners' queues are read (0: none).
 	port uint16
+	// zones are the cluster zones, for the listeners' filter.
+	zones []string
 }
 
 func newSampler(target, bound time.Duration) *sampler {
@@ -293,7 +295,7 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 	defer tick.Stop()
 	ctl := &controller{target: s.target, bound: s.bound}
 	cpu := s.newMeter()
-	queues := newUDPQueues(s.port)
+	queues := newUDPQueues(s.port, s.zones)
 	defer queues.unfilter()
 	var ep episode
 	var sock socketSignal
@@ -324,7 +326,7 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 		last = now
 		// Past the bound the cluster names' drops are the kernel's, where
 		// the filter is on every listener; elsewhere the handler's.
-		if queues.filter(ctl.cluster, now) {
+		if queues.filter(ctl.cluster, ctl.other, now) {
 			sh = sheddingOf(ctl.other, 0)
 		}
 		s.shedding.Store(uint64(sh))

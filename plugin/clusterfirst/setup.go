@@ -124,6 +124,7 @@ func (cf *Clusterfirst) start(handlers []plugin.Handler) error {
 	if len(cf.Zones) == 0 {
 		return plugin.Error(pluginName, errNoZones)
 	}
+	cf.sampler.zones = cf.Zones
 	return cf.sampler.start()
 }
 

@@ -18,15 +18,14 @@ import (
 // the process uses the CPU it may is a standing queue, proved in the time
 // it took to fill.
 //
-// And past the bound the cluster names' share of the drops is made in the
-// kernel: a classic BPF filter on each listener drops a datagram at random
-// with the cluster names' probability before the server reads it. Read,
-// parsed and dropped in the server, a query costs about 40% of an answer
-// (make overload at 4× its saturation: reading and dropping 30,000 a
-// second left the server 7,300 answers, where without clusterfirst, the
-// kernel dropping the excess for free, it gave 18,000). Every name outside
-// the cluster zones is dropped by then, so a random drop is a cluster
-// name's drop.
+// And past the bound the drops are made in the kernel: a classic BPF
+// filter on each listener reads the question's name (bpf.go) and drops
+// every other name's datagram, and a cluster name's at random with the
+// cluster names' probability, before the server reads it. Read, parsed
+// and dropped in the server, a query costs about 40% of an answer (make
+// overload at 4× its saturation: reading and dropping 30,000 a second
+// left the server 7,300 answers, where without clusterfirst, the kernel
+// dropping the excess for free, it gave 18,000).
 
 // socketStats is what SO_MEMINFO tells of a socket.
 type socketStats struct {
@@ -66,9 +65,8 @@ func dropFilter(keepBelow uint32) []unix.SockFilter {
 	}
 }
 
-// attachFilter puts the drop filter on fd, replacing any it had.
-func attachFilter(fd int, keepBelow uint32) error {
-	prog := dropFilter(keepBelow)
+// attachFilter puts prog on fd, replacing any filter it had.
+func attachFilter(fd int, prog []unix.SockFilter) error {
 	return unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
 		&unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]})
 }
@@ -102,18 +100,24 @@ type udpQueues struct {
 	// drops is the last sum of the listeners' drop counters, by inode (a
 	// listener found again keeps its count; a new one starts from its own).
 	drops map[uint64]uint32
-	// keepBelow is the filter attached (math.MaxUint32: none); filtered,
-	// the sockets it is on; attachedAt, when it last was.
-	keepBelow  uint32
+	// keep is the filter attached, its keepBelow for the cluster names and
+	// for the others (noFilter: none); filtered, the sockets it is on;
+	// attachedAt, when it last was.
+	keep       [2]uint32
 	filtered   []listeners.Socket
 	attachedAt time.Duration
+	// zones are the cluster zones, which the filter tells apart; prog, the
+	// last filter made, for progKeep.
+	zones    []string
+	prog     []unix.SockFilter
+	progKeep [2]uint32
 	// find lists the process's listeners; tests replace it.
 	find func() ([]listeners.Socket, error)
 }
 
-func newUDPQueues(port uint16) *udpQueues {
+func newUDPQueues(port uint16, zones []string) *udpQueues {
 	// foundAt a findEvery ago: the first reading looks for them.
-	return &udpQueues{port: port, drops: map[uint64]uint32{}, keepBelow: math.MaxUint32,
+	return &udpQueues{port: port, zones: zones, drops: map[uint64]uint32{}, keep: noFilter,
 		foundAt: -findEvery, find: listeners.Own}
 }
 
@@ -178,29 +182,52 @@ func (q *udpQueues) refind(now time.Duration) {
 	}
 }
 
-// filter makes the kernel drop datagrams at random with probability p on
-// every listener (p is rounded down to a step; under one step, no
-// filter). It tells whether the drops are the kernel's: a filter is on at
-// least one listener and on every listener found.
-func (q *udpQueues) filter(p float64, now time.Duration) bool {
-	keepBelow, drops := filterThreshold(p)
+// filter makes the kernel drop cluster names' datagrams at random with
+// probability cluster, and other names' with probability other (1 by
+// then), on every listener (each rounded down to a step; with the cluster
+// names under one step, no filter: until then the handler drops). It tells
+// whether the drops are the kernel's: a filter is on at least one
+// listener and on every listener found.
+func (q *udpQueues) filter(cluster, other float64, now time.Duration) bool {
+	keepCluster, drops := filterThreshold(cluster)
+	keepOther, _ := filterThreshold(other)
 	if !drops || len(q.socks) == 0 {
 		q.unfilter()
 		return false
 	}
-	if keepBelow == q.keepBelow && now-q.attachedAt < reassertEvery && len(q.filtered) == len(q.socks) {
+	keep := [2]uint32{keepCluster, keepOther}
+	if keep == q.keep && now-q.attachedAt < reassertEvery && len(q.filtered) == len(q.socks) {
 		return true
 	}
+	prog := q.program(keepCluster, keepOther)
 	// SO_ATTACH_FILTER replaces a filter at once: no moment without one.
 	q.filtered = q.filtered[:0]
 	for _, s := range q.socks {
-		if !s.StillOurs() || attachFilter(s.FD, keepBelow) != nil {
+		if !s.StillOurs() || attachFilter(s.FD, prog) != nil {
 			continue
 		}
 		q.filtered = append(q.filtered, s)
 	}
-	q.keepBelow, q.attachedAt = keepBelow, now
+	q.keep, q.attachedAt = keep, now
 	return len(q.filtered) > 0 && len(q.filtered) == len(q.socks)
+}
+
+// program is the filter for the probabilities: one that tells the cluster
+// names from the others (bpf.go), or, where the zones make one too long,
+// one that drops at random with the cluster names' probability (the
+// handler drops the other names then, all of them by the time this one
+// is used).
+func (q *udpQueues) program(keepCluster, keepOther uint32) []unix.SockFilter {
+	keep := [2]uint32{keepCluster, keepOther}
+	if q.prog != nil && q.progKeep == keep {
+		return q.prog // re-asserted every 100 ms: made once
+	}
+	prog, err := classifyingFilter(q.zones, keepCluster, keepOther)
+	if err != nil {
+		prog = dropFilter(keepCluster)
+	}
+	q.prog, q.progKeep = prog, keep
+	return prog
 }
 
 // filterThreshold is the filter's keepBelow for a drop probability p,
@@ -221,5 +248,8 @@ func (q *udpQueues) unfilter() {
 		}
 	}
 	q.filtered = q.filtered[:0]
-	q.keepBelow = math.MaxUint32
+	q.keep = noFilter
 }
+
+// noFilter is udpQueues.keep with no filter attached.
+var noFilter = [2]uint32{math.MaxUint32, math.MaxUint32}

@@ -48,20 +48,25 @@ func listenUDP(t *testing.T, rcvbuf int) (*net.UDPConn, listeners.Socket) {
 
 // queuesOf follows the given listeners as the sampler would its server's.
 func queuesOf(port uint16, socks ...listeners.Socket) *udpQueues {
-	q := newUDPQueues(port)
+	q := newUDPQueues(port, []string{"cluster.local."})
 	q.find = func() ([]listeners.Socket, error) { return socks, nil }
 	return q
 }
 
-// send writes n datagrams of a small query's size to addr.
+// send writes n queries for a cluster name to addr.
 func send(t *testing.T, addr net.Addr, n int) {
+	t.Helper()
+	sendRaw(t, addr, n, packQuery(t, "web.default.svc.cluster.local.", false))
+}
+
+// sendRaw writes n datagrams of msg to addr.
+func sendRaw(t *testing.T, addr net.Addr, n int, msg []byte) {
 	t.Helper()
 	c, err := net.Dial("udp4", addr.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	msg := make([]byte, 40)
 	for i := range n {
 		if _, err := c.Write(msg); err != nil {
 			t.Fatalf("datagram %d: %v", i, err)
@@ -86,7 +91,7 @@ func TestFilterDropsAtRandomAndComesOff(t *testing.T) {
 	conn, s := listenUDP(t, 4<<20)
 	q := queuesOf(s.Local.Port(), s)
 	q.read(0)
-	if !q.filter(0.5, 0) {
+	if !q.filter(0.5, 1, 0) {
 		t.Fatal("the filter did not go on the one listener")
 	}
 	const sent = 2000
@@ -106,7 +111,7 @@ func TestFilterDropsAtRandomAndComesOff(t *testing.T) {
 	// Under one step of 1/64, and then at 0, the filter comes off: every
 	// datagram comes through.
 	for _, p := range []float64{1.0 / 128, 0} {
-		if q.filter(p, 2*time.Second) || q.filtering() {
+		if q.filter(p, 1, 2*time.Second) || q.filtering() {
 			t.Fatalf("p %g: the filter is still on", p)
 		}
 		send(t, conn.LocalAddr(), 200)
@@ -120,7 +125,7 @@ func TestFilterAtOneDropsAll(t *testing.T) {
 	conn, s := listenUDP(t, 0)
 	q := queuesOf(s.Local.Port(), s)
 	q.read(0)
-	if !q.filter(1, 0) {
+	if !q.filter(1, 1, 0) {
 		t.Fatal("the filter did not go on")
 	}
 	send(t, conn.LocalAddr(), 100)
@@ -160,7 +165,7 @@ func TestQueuesFollowOnlyTheServersPort(t *testing.T) {
 		t.Errorf("another port's overflow: %+v, want one listener and no drops", r)
 	}
 	receive(other)
-	if !q.filter(1, 0) {
+	if !q.filter(1, 1, 0) {
 		t.Fatal("the filter did not go on")
 	}
 	send(t, other.LocalAddr(), 1)
@@ -184,14 +189,14 @@ func TestQueuesLeaveAClosedListener(t *testing.T) {
 	if r := q.read(time.Millisecond); r.listeners != 0 {
 		t.Errorf("a closed listener was read: %+v", r)
 	}
-	if q.filter(1, 0) {
+	if q.filter(1, 1, 0) {
 		t.Error("a filter went on a closed listener")
 	}
 }
 
 func TestDropFilterThresholds(t *testing.T) {
 	q := queuesOf(0)
-	if q.filter(1, 0) {
+	if q.filter(1, 1, 0) {
 		t.Error("no listener: the drops cannot be the kernel's")
 	}
 	for _, c := range []struct {
