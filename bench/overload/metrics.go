@@ -10,9 +10,10 @@ import (
 )
 
 // dropMetrics are the counters that show a server shedding load: ours's
-// admission, stock's shed, and forward's refusals past max_concurrent.
+// admission (in the handler, and in the kernel at its listeners), stock's shed, and forward's refusals past max_concurrent.
 var dropMetrics = []string{
 	"coredns_clusterfirst_dropped_total",
+	"coredns_clusterfirst_listener_drops_total",
 	"coredns_shed_dropped_total",
 	"coredns_forward_max_concurrent_rejects_total",
 }
@@ -43,8 +44,10 @@ func dropCounters(ctx context.Context, s *server) (map[string]float64, error) {
 				continue
 			}
 			key := strings.TrimPrefix(strings.TrimSuffix(name, "_total"), "coredns_")
-			if _, class, ok := strings.Cut(line, `class="`); ok {
-				key += "/" + class[:strings.IndexByte(class, '"')]
+			for _, label := range []string{`class="`, `reason="`} {
+				if _, value, ok := strings.Cut(line, label); ok {
+					key += "/" + value[:strings.IndexByte(value, '"')]
+				}
 			}
 			out[key] += v
 		}

@@ -116,3 +116,4 @@ func class(cluster bool) string {
 	}
 	return classOther
 }
+

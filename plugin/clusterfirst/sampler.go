@@ -324,9 +324,12 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 			(ctl.episode && max(busy, recent) >= busyHold)
 		sh := ctl.step(reading{delay: delay, fill: qr.fill, sockets: qr.listeners > 0, overflow: sock.overflow(now)}, gate, now-last)
 		last = now
-		// Past the bound the cluster names' drops are the kernel's, where
-		// the filter is on every listener; elsewhere the handler's.
-		if queues.filter(ctl.cluster, ctl.other, now) {
+		// The drops are the kernel's where a filter is on every listener:
+		// all of them when it tells the names apart, else the cluster
+		// names' past the bound; the rest are the handler's.
+		if kernel, classifies := queues.filter(ctl.cluster, ctl.other, ctl.episode, now); kernel && classifies {
+			sh = 0
+		} else if kernel {
 			sh = sheddingOf(ctl.other, 0)
 		}
 		s.shedding.Store(uint64(sh))

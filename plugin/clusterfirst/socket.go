@@ -81,14 +81,21 @@ const (
 	// findEvery: how often the listeners are looked for again (a reload
 	// keeps them, multisocket or a restart may add or replace them).
 	findEvery = 2 * time.Second
-	// reassertEvery: how often a filter in use is attached again. After a
-	// reload the old instance's sampler, stopping, takes the filters off
-	// the listeners it shares with the new one; the new one puts its own
-	// back within this time.
+	// reassertEvery: how often the listeners are checked for the filter
+	// in use, and it is attached again where it is gone. After a reload
+	// the old instance's sampler, stopping, takes the filters off the
+	// listeners it shares with the new one; the new one puts its own back
+	// within this time.
 	reassertEvery = 100 * time.Millisecond
-	// filterSteps: the filter's drop probability is a multiple of 1/64, so
-	// that it is attached again only when the probability moves a step.
-	filterSteps = 64
+	// filterSteps: the filter's drop probabilities are multiples of
+	// 1/1024 (the other names' move by small steps at first).
+	filterSteps = 1024
+	// reattachEvery: how often a filter in use is replaced, at most, when
+	// its probabilities moved. The kernel checks, compiles and maps in a
+	// new program each time, some 0.7 ms on this machine's VM; replaced
+	// at every 2 ms step, it took 4.9% of the server's CPU at 4× its
+	// saturation (perf), where PIE updates its probability every 15 ms.
+	reattachEvery = 50 * time.Millisecond
 )
 
 // udpQueues follows the server's UDP listeners: the process's listeners
@@ -102,15 +109,17 @@ type udpQueues struct {
 	drops map[uint64]uint32
 	// keep is the filter attached, its keepBelow for the cluster names and
 	// for the others (noFilter: none); filtered, the sockets it is on;
-	// attachedAt, when it last was.
+	// attachedAt, when it last was; checkedAt, when it was last found on.
 	keep       [2]uint32
 	filtered   []listeners.Socket
 	attachedAt time.Duration
+	checkedAt  time.Duration
 	// zones are the cluster zones, which the filter tells apart; prog, the
 	// last filter made, for progKeep.
-	zones    []string
-	prog     []unix.SockFilter
-	progKeep [2]uint32
+	zones       []string
+	classifying *bool // whether a filter for them fits; nil: not known yet
+	prog        []unix.SockFilter
+	progKeep    [2]uint32
 	// find lists the process's listeners; tests replace it.
 	find func() ([]listeners.Socket, error)
 }
@@ -182,22 +191,29 @@ func (q *udpQueues) refind(now time.Duration) {
 	}
 }
 
-// filter makes the kernel drop cluster names' datagrams at random with
-// probability cluster, and other names' with probability other (1 by
-// then), on every listener (each rounded down to a step; with the cluster
-// names under one step, no filter: until then the handler drops). It tells
-// whether the drops are the kernel's: a filter is on at least one
-// listener and on every listener found.
-func (q *udpQueues) filter(cluster, other float64, now time.Duration) bool {
-	keepCluster, drops := filterThreshold(cluster)
+// filter puts the drops in the kernel, on every listener: cluster names'
+// datagrams at random with probability cluster, other names' with
+// probability other (each rounded down to a step). A filter that tells
+// the names apart stays on for the whole episode, so that it is not
+// compiled again each time the odds touch 0; the one that drops at
+// random only (zones too many for a program) goes on only while cluster
+// names are dropped. It tells whether the drops are the kernel's (a
+// filter is on every listener found) and whether the filter tells the
+// names apart: then the handler drops nothing.
+func (q *udpQueues) filter(cluster, other float64, episode bool, now time.Duration) (kernel, classifies bool) {
+	keepCluster, clusterDrops := filterThreshold(cluster)
 	keepOther, _ := filterThreshold(other)
-	if !drops || len(q.socks) == 0 {
+	classifies = q.classifies()
+	on := clusterDrops || (episode && classifies)
+	if !on || len(q.socks) == 0 {
 		q.unfilter()
-		return false
+		return false, classifies
 	}
 	keep := [2]uint32{keepCluster, keepOther}
-	if keep == q.keep && now-q.attachedAt < reassertEvery && len(q.filtered) == len(q.socks) {
-		return true
+	if len(q.filtered) == len(q.socks) && (keep == q.keep || now-q.attachedAt < reattachEvery) {
+		if now-q.checkedAt < reassertEvery || q.stillFiltered() {
+			return true, classifies
+		}
 	}
 	prog := q.program(keepCluster, keepOther)
 	// SO_ATTACH_FILTER replaces a filter at once: no moment without one.
@@ -208,8 +224,43 @@ func (q *udpQueues) filter(cluster, other float64, now time.Duration) bool {
 		}
 		q.filtered = append(q.filtered, s)
 	}
-	q.keep, q.attachedAt = keep, now
-	return len(q.filtered) > 0 && len(q.filtered) == len(q.socks)
+	q.keep, q.attachedAt, q.checkedAt = keep, now, now
+	return len(q.filtered) > 0 && len(q.filtered) == len(q.socks), classifies
+}
+
+// classifies tells whether the filter for the zones tells the cluster
+// names from the others (its program fits the kernel's limit).
+func (q *udpQueues) classifies() bool {
+	if q.classifying == nil {
+		_, err := classifyingFilter(q.zones, 0, 0)
+		ok := err == nil
+		q.classifying = &ok
+	}
+	return *q.classifying
+}
+
+// stillFiltered tells whether every listener filtered still has a filter
+// of the program's length (SO_GET_FILTER with no room answers the length
+// alone): asking costs a system call, where attaching again costs the
+// kernel a check and a compile of the program.
+func (q *udpQueues) stillFiltered() bool {
+	for _, s := range q.filtered {
+		if !s.StillOurs() || filterLen(s.FD) != len(q.prog) {
+			return false
+		}
+	}
+	return true
+}
+
+// filterLen is the length of the classic BPF filter on fd (0: none).
+func filterLen(fd int) int {
+	var size uint32
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_GET_FILTER,
+		0, uintptr(unsafe.Pointer(&size)), 0) // #nosec G103 -- getsockopt(2) takes pointers
+	if errno != 0 {
+		return 0
+	}
+	return int(size)
 }
 
 // program is the filter for the probabilities: one that tells the cluster

@@ -91,8 +91,8 @@ func TestFilterDropsAtRandomAndComesOff(t *testing.T) {
 	conn, s := listenUDP(t, 4<<20)
 	q := queuesOf(s.Local.Port(), s)
 	q.read(0)
-	if !q.filter(0.5, 1, 0) {
-		t.Fatal("the filter did not go on the one listener")
+	if on, classifies := q.filter(0.5, 1, true, 0); !on || !classifies {
+		t.Fatalf("the filter did not go on the one listener (on %v, tells the names apart %v)", on, classifies)
 	}
 	const sent = 2000
 	// Sent and read in rounds that the buffer holds, so that every drop
@@ -108,15 +108,19 @@ func TestFilterDropsAtRandomAndComesOff(t *testing.T) {
 	if r := q.read(time.Second); r.dropped != uint64(sent-got) || r.listeners != 1 {
 		t.Errorf("the listener's drops: %d of 1 listener read, want %d (sent %d, read %d)", r.dropped, sent-got, sent, got)
 	}
-	// Under one step of 1/64, and then at 0, the filter comes off: every
-	// datagram comes through.
-	for _, p := range []float64{1.0 / 128, 0} {
-		if q.filter(p, 1, 2*time.Second) || q.filtering() {
-			t.Fatalf("p %g: the filter is still on", p)
+	// Within the episode, under one step and at 0, the filter stays on
+	// and drops no cluster name; once the episode ends it comes off.
+	for _, c := range []struct {
+		p       float64
+		episode bool
+	}{{1.0 / 2048, true}, {0, true}, {0, false}} {
+		on, _ := q.filter(c.p, 1, c.episode, 2*time.Second)
+		if on != c.episode || q.filtering() != c.episode {
+			t.Fatalf("p %g, episode %v: the filter on %v", c.p, c.episode, on)
 		}
 		send(t, conn.LocalAddr(), 200)
 		if n := receive(conn); n != 200 {
-			t.Errorf("p %g: %d of 200 datagrams came through, want all", p, n)
+			t.Errorf("p %g: %d of 200 datagrams came through, want all", c.p, n)
 		}
 	}
 }
@@ -125,7 +129,7 @@ func TestFilterAtOneDropsAll(t *testing.T) {
 	conn, s := listenUDP(t, 0)
 	q := queuesOf(s.Local.Port(), s)
 	q.read(0)
-	if !q.filter(1, 1, 0) {
+	if on, _ := q.filter(1, 1, true, 0); !on {
 		t.Fatal("the filter did not go on")
 	}
 	send(t, conn.LocalAddr(), 100)
@@ -165,7 +169,7 @@ func TestQueuesFollowOnlyTheServersPort(t *testing.T) {
 		t.Errorf("another port's overflow: %+v, want one listener and no drops", r)
 	}
 	receive(other)
-	if !q.filter(1, 1, 0) {
+	if on, _ := q.filter(1, 1, true, 0); !on {
 		t.Fatal("the filter did not go on")
 	}
 	send(t, other.LocalAddr(), 1)
@@ -189,14 +193,14 @@ func TestQueuesLeaveAClosedListener(t *testing.T) {
 	if r := q.read(time.Millisecond); r.listeners != 0 {
 		t.Errorf("a closed listener was read: %+v", r)
 	}
-	if q.filter(1, 1, 0) {
+	if on, _ := q.filter(1, 1, true, 0); on {
 		t.Error("a filter went on a closed listener")
 	}
 }
 
 func TestDropFilterThresholds(t *testing.T) {
 	q := queuesOf(0)
-	if q.filter(1, 1, 0) {
+	if on, _ := q.filter(1, 1, true, 0); on {
 		t.Error("no listener: the drops cannot be the kernel's")
 	}
 	for _, c := range []struct {
@@ -205,11 +209,11 @@ func TestDropFilterThresholds(t *testing.T) {
 		drops bool
 	}{
 		{1, 0, true}, {2, 0, true}, {0.5, math.MaxUint32 / 2, true},
-		{63.9 / 64, math.MaxUint32 / 64, true}, {1.0 / 64, math.MaxUint32 / 64 * 63, true},
-		{0.99 / 64, math.MaxUint32, false}, {0, math.MaxUint32, false}, {-1, math.MaxUint32, false},
+		{1023.9 / 1024, math.MaxUint32 / 1024, true}, {1.0 / 1024, math.MaxUint32 / 1024 * 1023, true},
+		{0.99 / 1024, math.MaxUint32, false}, {0, math.MaxUint32, false}, {-1, math.MaxUint32, false},
 	} {
 		got, drops := filterThreshold(c.p)
-		if diff := int64(got) - int64(c.want); diff > 64 || diff < -64 || drops != c.drops {
+		if diff := int64(got) - int64(c.want); diff > 1024 || diff < -1024 || drops != c.drops {
 			t.Errorf("p %g: keep below %d (drops %v), want %d (%v)", c.p, got, drops, c.want, c.drops)
 		}
 	}
@@ -254,5 +258,42 @@ func TestOverflowMustBeSustained(t *testing.T) {
 	sh := c.step(reading{overflow: true, sockets: true}, true, samplePeriod)
 	if !c.episode || sh.other() == 0 || sh.cluster() != 0 {
 		t.Errorf("an overflow: episode %v, odds %d/%d, want an episode and other names' odds only", c.episode, sh.other(), sh.cluster())
+	}
+}
+
+// TestFilterReplacedAtMostEvery50ms: new odds within reattachEvery keep
+// the filter in use; after it, the new one goes on. A filter taken off
+// by another (a reloaded instance stopping) is put back at the next
+// check, reassertEvery later, and not before.
+func TestFilterReplacedAtMostEvery50ms(t *testing.T) {
+	conn, s := listenUDP(t, 4<<20)
+	q := queuesOf(s.Local.Port(), s)
+	q.read(0)
+	ms := time.Millisecond
+	if on, _ := q.filter(1, 1, true, 0); !on {
+		t.Fatal("the filter did not go on")
+	}
+	allPass := func(want int, what string) {
+		t.Helper()
+		send(t, conn.LocalAddr(), 100)
+		if n := receive(conn); n != want {
+			t.Errorf("%s: %d of 100 cluster queries came through, want %d", what, n, want)
+		}
+	}
+	// New odds (no cluster name dropped) 10 ms later: the filter in use
+	// stays, and drops every cluster name still.
+	q.filter(0, 1, true, 10*ms)
+	allPass(0, "odds changed 10 ms after the filter went on")
+	q.filter(0, 1, true, reattachEvery)
+	allPass(100, "odds changed a reattachEvery after")
+	// Taken off by another: back at the next check.
+	detachFilter(s.FD)
+	q.filter(0, 1, true, reattachEvery+reassertEvery/2)
+	if filterLen(s.FD) != 0 {
+		t.Error("the filter was put back before the check was due")
+	}
+	q.filter(0, 1, true, reattachEvery+reassertEvery)
+	if got := filterLen(s.FD); got != len(q.prog) || got == 0 {
+		t.Errorf("after a reassertEvery the listener's filter has %d instructions, want the program's %d", got, len(q.prog))
 	}
 }
