@@ -3,10 +3,14 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/coredns
+# make run's binary: the plugins of Corefile.example and Corefile.mesos
+# only (coredns/plugins/zplugins_run.go), so that a first run compiles and
+# downloads none of the cloud plugins' SDKs.
+RUN_BIN := bin/coredns-run
 # Integration tests start a real kube-apiserver; give slow machines room.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build image generate tools deps test lint run run-mesos help fuzz e2e e2e-clean
+.PHONY: all build run-build image generate tools deps test lint run run-mesos help fuzz e2e e2e-clean
 
 all: build
 
@@ -16,6 +20,9 @@ help: ## list targets
 build: ## build bin/coredns from plugin.cfg
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./coredns
 
+run-build: ## build bin/coredns-run: make run's binary, with only the plugins the example Corefiles use
+	$(GO) build -tags schemadns_run -ldflags "$(LDFLAGS)" -o $(RUN_BIN) ./coredns
+
 # The image is the static binary alone on an empty base (hack/image: no
 # Docker engine needed; the Dockerfile builds the same for those with one).
 IMAGE_TAR := bin/schemadns-coredns.tar
@@ -24,7 +31,7 @@ image: ## build the container image tarball bin/schemadns-coredns.tar (docker lo
 	$(GO) run ./hack/image -binary bin/coredns-static -version "$(VERSION)" -revision "$$(git rev-parse HEAD 2>/dev/null)" -out $(IMAGE_TAR)
 	@echo "load it with: docker load -i $(IMAGE_TAR)   (or: podman load -i $(IMAGE_TAR))"
 
-generate: ## regenerate coredns/plugins/zplugins.go from plugin.cfg
+generate: ## regenerate coredns/plugins/zplugins.go (and make run's zplugins_run.go) from plugin.cfg
 	$(GO) generate ./coredns
 
 tools: ## build etcd, kube-apiserver, kubectl and promtool into the cache (once per version)
@@ -56,7 +63,7 @@ lint: ## gofmt, go vet and staticcheck on the whole module (bench/ and soak/ inc
 run: ## build and serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
 	MAKE="$(MAKE)" hack/run.sh
 
-run-mesos: build ## serve Corefile.mesos on 127.0.0.1:1053: the Mesos-DNS names of examples/mesos, from a stand-in Mesos master on 127.0.0.1:5050 (CONFIG=examples/mesos/config.json: from a Mesos-DNS config.json instead)
+run-mesos: run-build ## serve Corefile.mesos on 127.0.0.1:1053: the Mesos-DNS names of examples/mesos, from a stand-in Mesos master on 127.0.0.1:5050 (CONFIG=examples/mesos/config.json: from a Mesos-DNS config.json instead)
 	CONFIG="$(CONFIG)" hack/run-mesos.sh
 
 # SCALE: default (the four cluster shapes and the two Mesos ones at full

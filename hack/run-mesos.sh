@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run-mesos.sh serves Corefile.mesos on 127.0.0.1:1053 with bin/coredns: the
+# run-mesos.sh serves Corefile.mesos on 127.0.0.1:1053 with bin/coredns-run: the
 # Mesos-DNS names of examples/mesos/state.json, which the stand-in master
 # (internal/mesosmaster/cmd/mesosmaster) serves on 127.0.0.1:5050 as its own
 # state (-own: the leader it names is itself, not the recorded 10.0.0.11).
@@ -96,6 +96,6 @@ Serving Corefile.mesos on 127.0.0.1:1053 (every record: examples/mesos/README.md
   curl -s http://127.0.0.1:8123/v1/services/_web._tcp.marathon.mesos
   curl -s http://127.0.0.1:8123/v1/enumerate
 MSG
-bin/coredns -conf "$corefile" &
+bin/coredns-run -conf "$corefile" &
 dns_pid=$!
 wait "$dns_pid"

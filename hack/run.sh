@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run.sh serves Corefile.example on 127.0.0.1:1053 with bin/coredns.
+# run.sh serves Corefile.example on 127.0.0.1:1053 with bin/coredns-run
+# (make run-build: the example Corefiles' plugins only).
 # Without KUBECONFIG it first starts a local etcd + kube-apiserver
 # (test/localapi) loaded with the objects in examples/; with KUBECONFIG set it
 # serves that cluster. Ctrl-C stops everything.
@@ -22,7 +23,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# On a fresh machine most of the wait is building: bin/coredns, and the
+# On a fresh machine most of the wait is building: bin/coredns-run, and the
 # local API server's etcd and kube-apiserver (built once per version into
 # the tools cache; only these, not the test tools). They build side by
 # side, so that one's module downloads and links overlap the others'
@@ -33,7 +34,7 @@ if [[ -z ${KUBECONFIG:-} ]]; then
 	hack/tools.sh apiserver >"$state/tools.out" 2>&1 &
 	tools_pid=$!
 fi
-${MAKE:-make} --no-print-directory build
+${MAKE:-make} --no-print-directory run-build
 if [[ -n $tools_pid ]]; then
 	status=0
 	wait "$tools_pid" || status=$?
@@ -92,4 +93,4 @@ Serving Corefile.example on 127.0.0.1:1053. Try:
   dig @127.0.0.1 -p 1053 -x 10.244.1.10    (a local endpoint: the cluster-local PTR wins)
   dig @127.0.0.1 -p 1053 dns-version.clusterset.local TXT
 MSG
-bin/coredns -conf Corefile.example
+bin/coredns-run -conf Corefile.example

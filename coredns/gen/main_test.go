@@ -13,16 +13,48 @@ import (
 // TestGeneratedCodeIsCurrent fails when plugin.cfg changed without
 // `make generate`.
 func TestGeneratedCodeIsCurrent(t *testing.T) {
-	want, err := generateFile("../../plugin.cfg")
+	for file, corefiles := range map[string][]string{
+		"zplugins.go":     nil,
+		"zplugins_run.go": {"../../Corefile.example", "../../Corefile.mesos"},
+	} {
+		want, err := generateFile("../../plugin.cfg", corefiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile("../plugins/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("coredns/plugins/%s is stale: run `make generate`", file)
+		}
+	}
+}
+
+// TestRunBinaryLinksWhatTheExamplesUse: `make run`'s plugin set is the
+// example Corefiles' directives, none of the cloud plugins, and a
+// Corefile with a directive plugin.cfg lacks is refused.
+func TestRunBinaryLinksWhatTheExamplesUse(t *testing.T) {
+	src, err := generateFile("../../plugin.cfg", []string{"../../Corefile.example", "../../Corefile.mesos"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("../plugins/zplugins.go")
-	if err != nil {
+	for _, want := range []string{`"github.com/schemadns/schemadns/plugin/kubeschema"`, `"github.com/schemadns/schemadns/plugin/mesosschema"`, `"github.com/coredns/coredns/plugin/forward"`, "//go:build schemadns_run", `"route53",`} {
+		if !bytes.Contains(src, []byte(want)) {
+			t.Errorf("the run binary's file lacks %s", want)
+		}
+	}
+	for _, unwanted := range []string{`plugin/route53"`, `plugin/azure"`, `plugin/clouddns"`, `plugin/trace"`} {
+		if bytes.Contains(src, []byte(unwanted)) {
+			t.Errorf("the run binary links %s", unwanted)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "Corefile")
+	if err := os.WriteFile(bad, []byte(".:53 {\n  nosuchplugin\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("coredns/plugins/zplugins.go is stale: run `make generate`")
+	if _, err := generateFile("../../plugin.cfg", []string{bad}); err == nil {
+		t.Error("a Corefile with an unknown directive: no error")
 	}
 }
 

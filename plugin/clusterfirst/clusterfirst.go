@@ -116,4 +116,3 @@ func class(cluster bool) string {
 	}
 	return classOther
 }
-
