@@ -31,13 +31,7 @@ import (
 )
 
 // socket is one of this process's UDP listeners that handover may take out.
-type socket struct {
-	fd    int
-	inode uint64
-	local netip.AddrPort
-}
-
-func fromListener(l listeners.Socket) socket { return socket{fd: l.FD, inode: l.Inode, local: l.Local} }
+type socket = listeners.Socket
 
 // ownSockets lists this process's listeners (package listeners).
 func ownSockets() ([]socket, error) {
@@ -45,25 +39,11 @@ func ownSockets() ([]socket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("handover: %w", err)
 	}
-	out := make([]socket, len(ls))
-	for i, l := range ls {
-		out[i] = fromListener(l)
-	}
-	return out, nil
+	return ls, nil
 }
 
 // listener inspects fd: a UDP socket, SO_REUSEPORT, bound, not connected.
-func listener(fd int) (socket, bool) {
-	l, ok := listeners.Inspect(fd)
-	return fromListener(l), ok
-}
-
-// stillOurs tells whether s.fd still refers to the socket it did: the
-// server closes its listeners at the end of the lameduck, and the number
-// may then name another socket (an upstream's), which must not be touched.
-func (s socket) stillOurs() bool {
-	return listeners.Socket{FD: s.fd, Inode: s.inode, Local: s.local}.StillOurs()
-}
+func listener(fd int) (socket, bool) { return listeners.Inspect(fd) }
 
 // procSocket is one line of /proc/net/udp or tcp: what the network
 // namespace tells about a socket of any process.
@@ -168,7 +148,7 @@ func parseProcAddr(s string) (netip.AddrPort, bool) {
 // is no successor.
 func candidates(s socket, bound map[netip.AddrPort][]procSocket, ours map[uint64]bool) []procSocket {
 	var out []procSocket
-	for _, p := range bound[s.local] {
+	for _, p := range bound[s.Local] {
 		if !ours[p.inode] && !p.connected() {
 			out = append(out, p)
 		}
@@ -181,12 +161,12 @@ func candidates(s socket, bound map[netip.AddrPort][]procSocket, ours map[uint64
 // keeps what its queue already holds.
 func connectSelf(s socket) error {
 	var sa unix.Sockaddr
-	if s.local.Addr().Is4() {
-		sa = &unix.SockaddrInet4{Addr: s.local.Addr().As4(), Port: int(s.local.Port())}
+	if s.Local.Addr().Is4() {
+		sa = &unix.SockaddrInet4{Addr: s.Local.Addr().As4(), Port: int(s.Local.Port())}
 	} else {
-		sa = &unix.SockaddrInet6{Addr: s.local.Addr().As16(), Port: int(s.local.Port())}
+		sa = &unix.SockaddrInet6{Addr: s.Local.Addr().As16(), Port: int(s.Local.Port())}
 	}
-	return retryEINTR(func() error { return unix.Connect(s.fd, sa) })
+	return retryEINTR(func() error { return unix.Connect(s.FD, sa) })
 }
 
 // disconnect puts s back into the kernel's choice: connect(2) with
@@ -196,7 +176,7 @@ func connectSelf(s socket) error {
 func disconnect(s socket) error {
 	sa := unix.RawSockaddr{Family: unix.AF_UNSPEC}
 	return retryEINTR(func() error {
-		_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(s.fd), uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa)) // #nosec G103 -- connect(2) takes a pointer
+		_, _, errno := unix.Syscall(unix.SYS_CONNECT, uintptr(s.FD), uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa)) // #nosec G103 -- connect(2) takes a pointer
 		if errno != 0 {
 			return errno
 		}

@@ -69,7 +69,7 @@ func socketOf(t *testing.T, c *net.UDPConn) socket {
 // isListener tells whether s is still in the kernel's choice (not
 // connected).
 func isListener(s socket) bool {
-	_, ok := listener(s.fd)
+	_, ok := listener(s.FD)
 	return ok
 }
 
@@ -128,7 +128,7 @@ type instance struct {
 func startInstance(t *testing.T, addr string, key []byte) *instance {
 	t.Helper()
 	in := &instance{conn: reusePort(t, addr)}
-	own := socketOf(t, in.conn).inode
+	own := socketOf(t, in.conn).Inode
 	in.h = &Handover{key: key, listeners: func(netip.AddrPort) []uint64 { return []uint64{own} }}
 	in.h.Next = plugin.HandlerFunc(func(_ context.Context, _ dns.ResponseWriter, r *dns.Msg) (int, error) {
 		if r.Question[0].Name == testName {

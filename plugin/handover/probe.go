@@ -110,8 +110,8 @@ func ownInodes(addr netip.AddrPort) []uint64 {
 	want := netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 	var out []uint64
 	for _, s := range socks {
-		if s.local == want {
-			out = append(out, s.inode)
+		if s.Local == want {
+			out = append(out, s.Inode)
 		}
 	}
 	return out

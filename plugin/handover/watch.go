@@ -57,7 +57,7 @@ func (w *watch) run(ctx context.Context, socks []socket) {
 	ours := map[uint64]bool{}
 	for i, s := range socks {
 		states[i] = &listenerState{socket: s}
-		ours[s.inode] = true
+		ours[s.Inode] = true
 	}
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
@@ -80,7 +80,7 @@ func (w *watch) run(ctx context.Context, socks []socket) {
 
 // step moves one listener towards what its neighbours warrant.
 func (w *watch) step(ctx context.Context, st *listenerState, bound map[netip.AddrPort][]procSocket, ours map[uint64]bool) {
-	if !st.stillOurs() {
+	if !st.StillOurs() {
 		return // closed by the server: nothing of ours to move
 	}
 	cands := candidates(st.socket, bound, ours)
@@ -100,7 +100,7 @@ func (w *watch) step(ctx context.Context, st *listenerState, bound map[netip.Add
 		case reason != "" && reason != st.refused:
 			st.refused = reason
 			refused.WithLabelValues(reason).Inc()
-			log.Infof("%s not handed over: %s", st.local, reason)
+			log.Infof("%s not handed over: %s", st.Local, reason)
 		}
 	}
 }
@@ -119,7 +119,7 @@ func (w *watch) judge(ctx context.Context, s socket, cands []procSocket) string 
 		}
 		want[i] = c.inode
 	}
-	got := w.probe(ctx, w.key, s.local, want)
+	got := w.probe(ctx, w.key, s.Local, want)
 	for _, n := range want {
 		if !got[n] {
 			return reasonUnverified
@@ -130,20 +130,20 @@ func (w *watch) judge(ctx context.Context, s socket, cands []procSocket) string 
 
 func (w *watch) handOver(st *listenerState) {
 	if err := connectSelf(st.socket); err != nil {
-		log.Warningf("could not hand %s over: %v", st.local, err)
+		log.Warningf("could not hand %s over: %v", st.Local, err)
 		return
 	}
 	st.handed, st.refused = true, ""
 	handedOver.Inc()
-	log.Infof("%s handed over to its proven successor", st.local)
+	log.Infof("%s handed over to its proven successor", st.Local)
 }
 
 func (w *watch) takeBack(st *listenerState, why string) {
 	if err := disconnect(st.socket); err != nil {
-		log.Warningf("could not take %s back: %v", st.local, err)
+		log.Warningf("could not take %s back: %v", st.Local, err)
 		return
 	}
 	st.handed = false
 	takenBack.Inc()
-	log.Infof("%s taken back: %s", st.local, why)
+	log.Infof("%s taken back: %s", st.Local, why)
 }
