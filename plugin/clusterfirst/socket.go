@@ -114,20 +114,21 @@ type udpQueues struct {
 	filtered   []listeners.Socket
 	attachedAt time.Duration
 	checkedAt  time.Duration
-	// zones are the cluster zones, which the filter tells apart; prog, the
-	// last filter made, for progKeep.
-	zones       []string
-	classifying *bool // whether a filter for them fits; nil: not known yet
-	prog        []unix.SockFilter
-	progKeep    [2]uint32
+	// zones are the cluster zones, which the filter tells apart when a
+	// program for them fits the kernel's limit (classifies); prog is the
+	// filter last attached.
+	zones      []string
+	classifies bool
+	prog       []unix.SockFilter
 	// find lists the process's listeners; tests replace it.
 	find func() ([]listeners.Socket, error)
 }
 
 func newUDPQueues(port uint16, zones []string) *udpQueues {
 	// foundAt a findEvery ago: the first reading looks for them.
-	return &udpQueues{port: port, zones: zones, drops: map[uint64]uint32{}, keep: noFilter,
-		foundAt: -findEvery, find: listeners.Own}
+	_, err := classifyingFilter(zones, 0, 0)
+	return &udpQueues{port: port, zones: zones, classifies: err == nil, drops: map[uint64]uint32{},
+		keep: noFilter, foundAt: -findEvery, find: listeners.Own}
 }
 
 // queueReading is one reading of the listeners.
@@ -203,7 +204,7 @@ func (q *udpQueues) refind(now time.Duration) {
 func (q *udpQueues) filter(cluster, other float64, episode bool, now time.Duration) (kernel, classifies bool) {
 	keepCluster, clusterDrops := filterThreshold(cluster)
 	keepOther, _ := filterThreshold(other)
-	classifies = q.classifies()
+	classifies = q.classifies
 	on := clusterDrops || (episode && classifies)
 	if !on || len(q.socks) == 0 {
 		q.unfilter()
@@ -216,6 +217,7 @@ func (q *udpQueues) filter(cluster, other float64, episode bool, now time.Durati
 		}
 	}
 	prog := q.program(keepCluster, keepOther)
+	q.prog = prog
 	// SO_ATTACH_FILTER replaces a filter at once: no moment without one.
 	q.filtered = q.filtered[:0]
 	for _, s := range q.socks {
@@ -226,17 +228,6 @@ func (q *udpQueues) filter(cluster, other float64, episode bool, now time.Durati
 	}
 	q.keep, q.attachedAt, q.checkedAt = keep, now, now
 	return len(q.filtered) > 0 && len(q.filtered) == len(q.socks), classifies
-}
-
-// classifies tells whether the filter for the zones tells the cluster
-// names from the others (its program fits the kernel's limit).
-func (q *udpQueues) classifies() bool {
-	if q.classifying == nil {
-		_, err := classifyingFilter(q.zones, 0, 0)
-		ok := err == nil
-		q.classifying = &ok
-	}
-	return *q.classifying
 }
 
 // stillFiltered tells whether every listener filtered still has a filter
@@ -269,15 +260,13 @@ func filterLen(fd int) int {
 // handler drops the other names then, all of them by the time this one
 // is used).
 func (q *udpQueues) program(keepCluster, keepOther uint32) []unix.SockFilter {
-	keep := [2]uint32{keepCluster, keepOther}
-	if q.prog != nil && q.progKeep == keep {
-		return q.prog // re-asserted every 100 ms: made once
+	if !q.classifies {
+		return dropFilter(keepCluster)
 	}
 	prog, err := classifyingFilter(q.zones, keepCluster, keepOther)
 	if err != nil {
-		prog = dropFilter(keepCluster)
+		return dropFilter(keepCluster) // not reached: classifies says it fits
 	}
-	q.prog, q.progKeep = prog, keep
 	return prog
 }
 
