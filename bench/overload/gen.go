@@ -50,8 +50,10 @@ type loadResult struct {
 	// or answered after the timeout.
 	Queries, Answered, Good [kinds]int
 	Rcodes                  [kinds]map[string]int
-	// Latency of the answered cluster queries (good ones).
-	latency histogram
+	// Latency of the answered cluster queries (good ones), and of those
+	// sent from settle on: past the overload's onset, whose queries wait
+	// out the standing queue that clusterfirst must see before it sheds.
+	latency, settled histogram
 	// Slots is good answers per 100 ms by kind, from the load's start to
 	// the end of the wait for the last answers.
 	Slots [][kinds]int
@@ -70,6 +72,11 @@ type queryPool struct {
 
 // slot is the timeline's resolution.
 const slot = 100 * time.Millisecond
+
+// settle is how far into the load a query must be sent to count in the
+// settled latency: past clusterfirst's standing wait (100 ms) and the
+// first drain of the queue that built up in it.
+const settle = time.Second
 
 // client is one source address: a socket connected to the server, and the
 // queries it has outstanding, by message ID.
@@ -93,6 +100,7 @@ type clientStats struct {
 	rcodes         [kinds][16]int
 	late           int
 	latency        histogram
+	settled        histogram
 	slots          [][kinds]int
 }
 
@@ -175,6 +183,7 @@ func (r *loadResult) add(s *clientStats) {
 		}
 	}
 	r.latency.merge(&s.latency)
+	r.settled.merge(&s.settled)
 	for i := range s.slots {
 		for k := range kinds {
 			r.Slots[i][k] += s.slots[i][k]
@@ -303,6 +312,9 @@ func (c *client) answer(b []byte, now, timeout time.Duration) {
 	}
 	if k == kindCluster {
 		c.stats.latency.add(lat)
+		if at >= settle {
+			c.stats.settled.add(lat)
+		}
 	}
 }
 

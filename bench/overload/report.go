@@ -104,7 +104,7 @@ func upstreamText(up string) string {
 // table is the figures of every run against one upstream.
 func table(res *results, up string) *toolreport.Table {
 	t := toolreport.NewTable("load", "server", "offered q/s (sent)", "cluster answers/s", "× ours at 1×", "external answers/s",
-		"cluster p50 ms", "cluster p99 ms", "no answer", "REFUSED", "SERVFAIL", "RSS MiB before → peak", "goroutines peak",
+		"cluster p50 ms", "cluster p99 ms", "p99 from 1 s on", "no answer", "REFUSED", "SERVFAIL", "RSS MiB before → peak", "goroutines peak",
 		"/health max s", "/ready max s", "recovery s", "dropped by the server", "other processes on server CPU").TextColumns(2)
 	for _, mult := range res.multiples() {
 		for _, key := range res.servers() {
@@ -119,7 +119,7 @@ func table(res *results, up string) *toolreport.Table {
 			}
 			t.Row(fmt.Sprintf("%g×", mult), key, fmt.Sprintf("%d (%d)", int(float64(r.Load.Offered)/r.Load.Seconds), int(float64(r.Load.Sent)/r.Load.Seconds)),
 				fmt.Sprintf("%.0f", r.clusterGoodput()), vsOurs, fmt.Sprintf("%.0f", r.externalGoodput()),
-				fmt.Sprintf("%.2f", r.P50), fmt.Sprintf("%.2f", r.P99), toolreport.Percent(r.lost()),
+				fmt.Sprintf("%.2f", r.P50), fmt.Sprintf("%.2f", r.P99), fmt.Sprintf("%.2f", r.P99Settled), toolreport.Percent(r.lost()),
 				toolreport.Thousands(r.rcode("REFUSED")), toolreport.Thousands(r.rcode("SERVFAIL")),
 				toolreport.MiB(r.RSSBefore)+" → "+toolreport.MiB(r.Watch.RSSPeak), fmt.Sprint(r.Watch.GoroutinesPeak),
 				fmt.Sprintf("%.3f", r.Watch.HealthMax), fmt.Sprintf("%.3f", r.Watch.ReadyMax), recoveryText(r), dropsText(r), toolreport.Percent(r.OtherBusy))
@@ -163,7 +163,7 @@ func goals(res *results) *toolreport.Table {
 		t.Row(fmt.Sprintf("2×, %s: cluster answers ≥ 90%% of ours at 1×", upstreamText(up)),
 			fmt.Sprintf("%.0f / %.0f = %.2f", two.clusterGoodput(), one.clusterGoodput(), ratio), toolreport.Met(ratio >= 0.9))
 		t.Row(fmt.Sprintf("2×, %s: p99 of answered cluster queries ≤ 20 ms", upstreamText(up)),
-			fmt.Sprintf("%.2f ms", two.P99), toolreport.Met(two.P99 <= 20))
+			fmt.Sprintf("%.2f ms (of those sent from 1 s on: %.2f ms)", two.P99, two.P99Settled), toolreport.Met(two.P99 <= 20))
 		rss := float64(two.Watch.RSSPeak) / float64(one.Watch.RSSPeak)
 		t.Row(fmt.Sprintf("2×, %s: peak RSS ≤ 1.3 × at 1×", upstreamText(up)),
 			fmt.Sprintf("%s / %s = %.2f", toolreport.MiB(two.Watch.RSSPeak), toolreport.MiB(one.Watch.RSSPeak), rss), toolreport.Met(rss <= 1.3))

@@ -49,6 +49,8 @@ type runResult struct {
 	Rate             int
 	Load             *loadResult
 	P50, P90, P99    float64 // ms, answered cluster queries
+	// P99Settled is the p99 of those sent a second or more into the load.
+	P99Settled float64
 	Watch            watched
 	RSSBefore        int64
 	Recovery         float64 // seconds from the load's end
@@ -342,13 +344,14 @@ func (m *measurer) measure(ctx context.Context, key string, st *stub, up string,
 	r.Watch = w.result()
 	r.UpstreamQueries = st.received.Load() - upstream0
 	r.P50, r.P90, r.P99 = r.Load.latency.quantile(0.5), r.Load.latency.quantile(0.9), r.Load.latency.quantile(0.99)
+	r.P99Settled = r.Load.settled.quantile(0.99)
 	if !s.Alive() {
 		r.Crashed = "exited; see " + s.logPath
 	} else {
 		r.Shed, _ = dropCounters(ctx, s)
 	}
-	logf("  cluster %.0f/s good (p50 %.2f, p99 %.2f ms), external %.0f/s good, rcodes %v %v, RSS %s → %s, goroutines %d, health max %.3fs, recovery %.3fs, drops %v, other %.0f%%",
-		float64(r.Load.Good[kindCluster])/r.Load.Seconds, r.P50, r.P99, float64(r.Load.Good[kindExternal])/r.Load.Seconds,
+	logf("  cluster %.0f/s good (p50 %.2f, p99 %.2f ms, settled %.2f), external %.0f/s good, rcodes %v %v, RSS %s → %s, goroutines %d, health max %.3fs, recovery %.3fs, drops %v, other %.0f%%",
+		float64(r.Load.Good[kindCluster])/r.Load.Seconds, r.P50, r.P99, r.P99Settled, float64(r.Load.Good[kindExternal])/r.Load.Seconds,
 		r.Load.Rcodes[kindCluster], r.Load.Rcodes[kindExternal], toolreport.MiB(r.RSSBefore), toolreport.MiB(r.Watch.RSSPeak),
 		r.Watch.GoroutinesPeak, r.Watch.HealthMax, r.Recovery, r.Shed, 100*r.OtherBusy)
 	return r, nil
