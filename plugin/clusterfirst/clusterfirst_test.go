@@ -17,6 +17,7 @@ import (
 type fixedOdds shedding
 
 func (f fixedOdds) Shedding() shedding { return shedding(f) }
+func (f fixedOdds) overloaded() bool   { return f != 0 }
 func (fixedOdds) dropped(bool)         {}
 
 // Odds the tests fix: none, every other name dropped, every name dropped.

@@ -215,6 +215,8 @@ type sampler struct {
 	target, bound time.Duration
 	shedding      atomic.Uint64
 	running       atomic.Bool
+	// episode is the controller's: an episode is under way.
+	episode atomic.Bool
 
 	// mu orders start and stop, which caddy may call from different
 	// goroutines (a reload stops the old instance from its own).
@@ -243,6 +245,9 @@ func newSampler(target, bound time.Duration) *sampler {
 
 // Shedding implements overload.
 func (s *sampler) Shedding() shedding { return shedding(s.shedding.Load()) }
+
+// overloaded implements overload.
+func (s *sampler) overloaded() bool { return s.episode.Load() }
 
 // dropped implements overload: it counts a drop for the episode's log line.
 func (s *sampler) dropped(cluster bool) {
@@ -282,6 +287,7 @@ func (s *sampler) stop() error {
 	<-s.done
 	s.quit, s.done = nil, nil
 	s.shedding.Store(0)
+	s.episode.Store(false)
 	return nil
 }
 
@@ -333,6 +339,7 @@ func (s *sampler) run(reads []metrics.Sample, h *history, quit <-chan struct{}, 
 			sh = sheddingOf(ctl.other, 0)
 		}
 		s.shedding.Store(uint64(sh))
+		s.episode.Store(ctl.episode)
 		ep.follow(s, ctl, now, delay, busy, cpu.allowed)
 		queueDelay.Set(delay.Seconds())
 		cpuBusy.Set(busy)
