@@ -31,7 +31,7 @@ image: ## build the container image tarball bin/schemadns-coredns.tar (docker lo
 	$(GO) run ./hack/image -binary bin/coredns-static -version "$(VERSION)" -revision "$$(git rev-parse HEAD 2>/dev/null)" -out $(IMAGE_TAR)
 	@echo "load it with: docker load -i $(IMAGE_TAR)   (or: podman load -i $(IMAGE_TAR))"
 
-generate: ## regenerate coredns/plugins/zplugins.go (and make run's zplugins_run.go) from plugin.cfg
+generate: ## regenerate coredns/plugins/zdirectives.go and zplugins.go (and make run's zplugins_run.go) from plugin.cfg
 	$(GO) generate ./coredns
 
 tools: ## build etcd, kube-apiserver, kubectl and promtool into the cache (once per version)

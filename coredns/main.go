@@ -3,7 +3,7 @@
 // repository; package plugins is generated from it.
 package main
 
-//go:generate go run ./gen -cfg ../plugin.cfg -out plugins/zplugins.go -run-corefiles ../Corefile.example,../Corefile.mesos -run-out plugins/zplugins_run.go
+//go:generate go run ./gen -cfg ../plugin.cfg -directives-out plugins/zdirectives.go -out plugins/zplugins.go -run-corefiles ../Corefile.example,../Corefile.mesos -run-out plugins/zplugins_run.go
 
 import (
 	"os"

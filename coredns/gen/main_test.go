@@ -13,11 +13,14 @@ import (
 // TestGeneratedCodeIsCurrent fails when plugin.cfg changed without
 // `make generate`.
 func TestGeneratedCodeIsCurrent(t *testing.T) {
-	for file, corefiles := range map[string][]string{
-		"zplugins.go":     nil,
-		"zplugins_run.go": {"../../Corefile.example", "../../Corefile.mesos"},
+	for file, generate := range map[string]func() ([]byte, error){
+		"zdirectives.go": func() ([]byte, error) { return generateDirectives("../../plugin.cfg") },
+		"zplugins.go":    func() ([]byte, error) { return generateFile("../../plugin.cfg", nil) },
+		"zplugins_run.go": func() ([]byte, error) {
+			return generateFile("../../plugin.cfg", []string{"../../Corefile.example", "../../Corefile.mesos"})
+		},
 	} {
-		want, err := generateFile("../../plugin.cfg", corefiles)
+		want, err := generate()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +42,7 @@ func TestRunBinaryLinksWhatTheExamplesUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"github.com/schemadns/schemadns/plugin/kubeschema"`, `"github.com/schemadns/schemadns/plugin/mesosschema"`, `"github.com/coredns/coredns/plugin/forward"`, "//go:build schemadns_run", `"route53",`} {
+	for _, want := range []string{`"github.com/schemadns/schemadns/plugin/kubeschema"`, `"github.com/schemadns/schemadns/plugin/mesosschema"`, `"github.com/coredns/coredns/plugin/forward"`, "//go:build schemadns_run"} {
 		if !bytes.Contains(src, []byte(want)) {
 			t.Errorf("the run binary's file lacks %s", want)
 		}
@@ -48,6 +51,18 @@ func TestRunBinaryLinksWhatTheExamplesUse(t *testing.T) {
 		if bytes.Contains(src, []byte(unwanted)) {
 			t.Errorf("the run binary links %s", unwanted)
 		}
+	}
+	// The chain order is one file for both binaries: the whole list,
+	// the plugins the run binary does not link included.
+	order, err := generateDirectives("../../plugin.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(order, []byte("//go:build")) || !bytes.Contains(order, []byte(`"route53",`)) || !bytes.Contains(order, []byte(`"kubeschema",`)) {
+		t.Errorf("the chain order is not one untagged list of every directive:\n%s", order)
+	}
+	if bytes.Contains(src, []byte("Directives")) {
+		t.Error("the run binary's file repeats the chain order")
 	}
 	bad := filepath.Join(t.TempDir(), "Corefile")
 	if err := os.WriteFile(bad, []byte(".:53 {\n  nosuchplugin\n}\n"), 0o644); err != nil {

@@ -2,10 +2,6 @@
 
 //go:build schemadns_run
 
-// Package plugins links the plugins of plugin.cfg into a binary and
-// gives their chain order. The coredns command and the whole-server tests
-// import it; `make run`'s binary (build tag schemadns_run) links only
-// the plugins of the example Corefiles.
 package plugins
 
 import (
@@ -24,77 +20,3 @@ import (
 	_ "github.com/schemadns/schemadns/plugin/mesosschema"
 	_ "github.com/schemadns/schemadns/plugin/multicluster"
 )
-
-// Directives is the chain order of plugins, first to last.
-var Directives = []string{
-	"root",
-	"metadata",
-	"geoip",
-	"cancel",
-	"proxyproto",
-	"quic",
-	"grpc_server",
-	"https",
-	"https3",
-	"timeouts",
-	"multisocket",
-	"reload",
-	"nsid",
-	"bufsize",
-	"bind",
-	"debug",
-	"trace",
-	"handover",
-	"ready",
-	"health",
-	"pprof",
-	"shed",
-	"clusterfirst",
-	"prometheus",
-	"errors",
-	"log",
-	"dnstap",
-	"local",
-	"dns64",
-	"siit",
-	"any",
-	"chaos",
-	"loadbalance",
-	"tsig",
-	"rewrite",
-	"edns0autopath",
-	"autopath",
-	"acl",
-	"cache",
-	"header",
-	"dnssec",
-	"tls",
-	"minimal",
-	"template",
-	"transfer",
-	"dynupdate",
-	"hosts",
-	"route53",
-	"azure",
-	"clouddns",
-	"k8s_external",
-	"kubeschema",
-	"multicluster",
-	"mesosschema",
-	"kubernetes",
-	"file",
-	"auto",
-	"secondary",
-	"etcd",
-	"loop",
-	"hold",
-	"gensearchpath",
-	"forward",
-	"grpc",
-	"erratic",
-	"whoami",
-	"on",
-	"sign",
-	"view",
-	"nomad",
-}
