@@ -51,10 +51,10 @@ type runResult struct {
 	P50, P90, P99    float64 // ms, answered cluster queries
 	// P99Settled is the p99 of those sent a second or more into the load.
 	P99Settled float64
-	Watch            watched
-	RSSBefore        int64
-	Recovery         float64 // seconds from the load's end
-	Crashed          string  `json:",omitempty"`
+	Watch      watched
+	RSSBefore  int64
+	Recovery   float64 // seconds from the load's end
+	Crashed    string  `json:",omitempty"`
 	// OtherBusy is the share of the server's CPU that other processes used
 	// during the load: the noise of a shared machine.
 	OtherBusy float64
