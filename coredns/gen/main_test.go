@@ -138,12 +138,7 @@ func TestSupersetOfStock(t *testing.T) {
 // readNames is the directives of a plugin.cfg, in order.
 func readNames(t *testing.T, path string) []string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ds, err := parse(f)
+	ds, err := readList(path)
 	if err != nil {
 		t.Fatal(err)
 	}

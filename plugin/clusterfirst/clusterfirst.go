@@ -56,13 +56,10 @@ func (cf *Clusterfirst) Name() string { return pluginName }
 // ServeDNS implements plugin.Handler. Unloaded, it costs an atomic load.
 func (cf *Clusterfirst) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	sh := cf.signal.Shedding()
-	if sh == 0 {
-		return cf.pass(ctx, w, r)
-	}
 	// TCP is never shed: its client waits on a connection rather than
 	// retrying after a timeout, and a TCP query has already cost a
 	// handshake, so dropping it would save little and stall much.
-	if !isUDP(w) {
+	if sh == 0 || !isUDP(w) {
 		return cf.pass(ctx, w, r)
 	}
 	cluster := cf.inCluster(r)
