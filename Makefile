@@ -60,8 +60,9 @@ lint: ## gofmt, go vet and staticcheck on the whole module (bench/ and soak/ inc
 	$(GO) vet ./... && "$$staticcheck" ./...
 
 # run builds bin/coredns itself, beside the local API server's binaries.
-run: ## build and serve Corefile.example on 127.0.0.1:1053 (a local API server with examples/ unless KUBECONFIG is set)
-	MAKE="$(MAKE)" hack/run.sh
+APISERVER ?=
+run: ## build and serve Corefile.example on 127.0.0.1:1053: examples/ from a stand-in API server (APISERVER=kube: a real etcd and kube-apiserver; KUBECONFIG set: that cluster)
+	MAKE="$(MAKE)" APISERVER="$(APISERVER)" hack/run.sh
 
 run-mesos: run-build ## serve Corefile.mesos on 127.0.0.1:1053: the Mesos-DNS names of examples/mesos, from a stand-in Mesos master on 127.0.0.1:5050 (CONFIG=examples/mesos/config.json: from a Mesos-DNS config.json instead)
 	CONFIG="$(CONFIG)" hack/run-mesos.sh

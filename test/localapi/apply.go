@@ -1,24 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/schemadns/schemadns/internal/exampleapi"
 )
 
 // applyDir creates every object of the YAML files in dir (in file name
@@ -26,11 +21,10 @@ import (
 // that carry one (pods: nothing schedules them here, so their IPs are set
 // by hand). Objects that exist already are left alone.
 func applyDir(ctx context.Context, cfg *rest.Config, dir string) (int, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	objs, err := exampleapi.ReadDir(dir)
 	if err != nil {
-		return 0, fmt.Errorf("list %s: %w", dir, err)
+		return 0, err
 	}
-	sort.Strings(files)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return 0, fmt.Errorf("dynamic client: %w", err)
@@ -40,41 +34,12 @@ func applyDir(ctx context.Context, cfg *rest.Config, dir string) (int, error) {
 		return 0, fmt.Errorf("discovery client: %w", err)
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	n := 0
-	for _, f := range files {
-		objs, err := readObjects(f)
-		if err != nil {
-			return n, err
-		}
-		for _, o := range objs {
-			if err := create(ctx, dyn, mapper, o); err != nil {
-				return n, fmt.Errorf("%s: %s %s/%s: %w", f, o.GetKind(), o.GetNamespace(), o.GetName(), err)
-			}
-			n++
+	for n, o := range objs {
+		if err := create(ctx, dyn, mapper, o); err != nil {
+			return n, fmt.Errorf("%s: %s %s/%s: %w", dir, o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
-	return n, nil
-}
-
-func readObjects(path string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		o := &unstructured.Unstructured{}
-		if err := dec.Decode(&o.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(o.Object) > 0 {
-			out = append(out, o)
-		}
-	}
+	return len(objs), nil
 }
 
 func create(ctx context.Context, dyn dynamic.Interface, mapper *restmapper.DeferredDiscoveryRESTMapper, o *unstructured.Unstructured) error {
