@@ -139,24 +139,26 @@ func (s *Server) stream(ctx context.Context, out *watchStream, from int64, initi
 	}
 	tick := time.NewTicker(s.bookmarkEvery)
 	defer tick.Stop()
+	bookmarkDue := false
 	for {
 		var gone bool
 		send, from, gone = st.eventsAfter(from, out.sel, send)
+		if bookmarkDue && !gone {
+			// After the events: a bookmark says every event up to its
+			// version has been sent.
+			send = append(send, out.bookmark(from, false))
+		}
 		changed := st.changed
 		st.mu.Unlock()
 		if !out.send(send) || gone {
 			return
 		}
-		send = send[:0]
+		send, bookmarkDue = send[:0], false
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			if bookmarks {
-				st.mu.Lock()
-				send = append(send, out.bookmark(st.rv, false))
-				continue
-			}
+			bookmarkDue = bookmarks
 		case <-changed:
 		}
 		st.mu.Lock()
