@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -48,9 +47,7 @@ func startExampleAPI(t *testing.T, dir string, interval time.Duration) string {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: x\n  cluster: {server: \"http://%s\"}\n"+
-		"users:\n- name: x\n  user: {}\ncontexts:\n- name: x\n  context: {cluster: x, user: x}\ncurrent-context: x\n", l.Addr())
-	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+	if err := exampleapi.WriteKubeconfig(kubeconfig, "http://"+l.Addr().String()); err != nil {
 		t.Fatal(err)
 	}
 	return kubeconfig

@@ -48,36 +48,11 @@ func run(dir, listen, kubeconfig string, interval time.Duration, verbose bool) e
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	if err := writeKubeconfig(kubeconfig, "http://"+l.Addr().String()); err != nil {
+	if err := exampleapi.WriteKubeconfig(kubeconfig, "http://"+l.Addr().String()); err != nil {
 		return err
 	}
 	defer os.Remove(kubeconfig)
 	logger.Printf("serving %d objects of %s at http://%s (read-only; edit the files and the server sees the change within %s)",
 		srv.Objects(), dir, l.Addr(), interval)
 	return srv.Serve(ctx, l, interval)
-}
-
-// writeKubeconfig writes a kubeconfig for server: no credentials, since
-// the stand-in asks for none.
-func writeKubeconfig(path, server string) error {
-	const tmpl = `apiVersion: v1
-kind: Config
-clusters:
-- name: examples
-  cluster: {server: %q}
-users:
-- name: examples
-  user: {}
-contexts:
-- name: examples
-  context: {cluster: examples, user: examples}
-current-context: examples
-`
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create kubeconfig dir: %w", err)
-	}
-	if err := os.WriteFile(path, fmt.Appendf(nil, tmpl, server), 0o644); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
-	}
-	return nil
 }

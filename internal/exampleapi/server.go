@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -141,4 +143,29 @@ func (s *Server) Reload() {
 		return
 	}
 	s.logf("%s changed: %d objects added, %d modified, %d deleted", s.dir, added, modified, deleted)
+}
+
+// WriteKubeconfig writes a kubeconfig for server (http://host:port): no credentials, since
+// the stand-in asks for none.
+func WriteKubeconfig(path, server string) error {
+	const tmpl = `apiVersion: v1
+kind: Config
+clusters:
+- name: examples
+  cluster: {server: %q}
+users:
+- name: examples
+  user: {}
+contexts:
+- name: examples
+  context: {cluster: examples, user: examples}
+current-context: examples
+`
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create kubeconfig dir: %w", err)
+	}
+	if err := os.WriteFile(path, fmt.Appendf(nil, tmpl, server), 0o644); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
 }

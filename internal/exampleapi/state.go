@@ -43,11 +43,10 @@ type stored struct {
 
 // event is one change, as a watch sends it.
 type event struct {
-	rv   int64
-	key  objectKey
-	typ  string // ADDED, MODIFIED, DELETED
-	obj  *unstructured.Unstructured
-	kind *kindInfo
+	rv  int64
+	key objectKey
+	typ string // ADDED, MODIFIED, DELETED
+	obj *unstructured.Unstructured
 }
 
 // kindInfo is what discovery says of a resource.
@@ -86,20 +85,20 @@ func (s *state) replace(objs []*unstructured.Unstructured) (added, modified, del
 	defer s.mu.Unlock()
 	for _, k := range sortedKeys(next) {
 		o := next[k]
-		info := s.kindOf(k.resourceID, o)
+		s.noteKind(k.resourceID, o)
 		old, ok := s.objects[k]
 		switch {
 		case !ok:
-			s.record(k, "ADDED", o, info)
+			s.record(k, "ADDED", o)
 			added++
 		case !reflect.DeepEqual(old.source.Object, o.Object):
-			s.record(k, "MODIFIED", o, info)
+			s.record(k, "MODIFIED", o)
 			modified++
 		}
 	}
 	for _, k := range sortedKeys(s.objects) {
 		if _, ok := next[k]; !ok {
-			s.record(k, "DELETED", s.objects[k].source, s.kinds[k.resourceID])
+			s.record(k, "DELETED", s.objects[k].source)
 			deleted++
 		}
 	}
@@ -119,21 +118,19 @@ func sortedKeys[V any](m map[objectKey]V) []objectKey {
 	return keys
 }
 
-// kindOf is the served resource of o, noting its version. Called with
-// s.mu held.
-func (s *state) kindOf(id resourceID, o *unstructured.Unstructured) *kindInfo {
+// noteKind serves o's resource, at o's version. Called with s.mu held.
+func (s *state) noteKind(id resourceID, o *unstructured.Unstructured) {
 	info, ok := s.kinds[id]
 	if !ok {
 		info = &kindInfo{id: id, kind: o.GetKind(), namespaced: !clusterScoped[o.GetKind()], versions: map[string]bool{}}
 		s.kinds[id] = info
 	}
 	info.versions[o.GroupVersionKind().Version] = true
-	return info
 }
 
 // record applies one change at the next resourceVersion and logs it.
 // Called with s.mu held.
-func (s *state) record(k objectKey, typ string, source *unstructured.Unstructured, info *kindInfo) {
+func (s *state) record(k objectKey, typ string, source *unstructured.Unstructured) {
 	s.rv++
 	served := s.serve(k, source)
 	if typ == "DELETED" {
@@ -141,7 +138,7 @@ func (s *state) record(k objectKey, typ string, source *unstructured.Unstructure
 	} else {
 		s.objects[k] = &stored{source: source, served: served}
 	}
-	s.events = append(s.events, event{rv: s.rv, key: k, typ: typ, obj: served, kind: info})
+	s.events = append(s.events, event{rv: s.rv, key: k, typ: typ, obj: served})
 	if over := len(s.events) - maxEvents; over > 0 {
 		s.floor = s.events[over-1].rv
 		s.events = append(s.events[:0], s.events[over:]...)
