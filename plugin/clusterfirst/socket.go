@@ -122,13 +122,16 @@ type udpQueues struct {
 	prog       []unix.SockFilter
 	// find lists the process's listeners; tests replace it.
 	find func() ([]listeners.Socket, error)
+	// buffers is each listener's receive buffer unbounded, by inode: the
+	// largest seen, which bounding never lowers and which it restores.
+	buffers map[uint64]uint32
 }
 
 func newUDPQueues(port uint16, zones []string) *udpQueues {
 	// foundAt a findEvery ago: the first reading looks for them.
 	_, err := classifyingFilter(zones, 0, 0)
 	return &udpQueues{port: port, zones: zones, classifies: err == nil, drops: map[uint64]uint32{},
-		keep: noFilter, foundAt: -findEvery, find: listeners.Own}
+		keep: noFilter, foundAt: -findEvery, find: listeners.Own, buffers: map[uint64]uint32{}}
 }
 
 // queueReading is one reading of the listeners.
@@ -158,8 +161,12 @@ func (q *udpQueues) read(now time.Duration) queueReading {
 			continue
 		}
 		r.listeners++
-		if st.limit > 0 {
-			r.fill = max(r.fill, float64(st.queued)/float64(st.limit))
+		// The fill is of the whole buffer, bounded or not, so that the
+		// controller's fillBound keeps its meaning through an episode.
+		buffer := max(st.limit, q.buffers[s.Inode])
+		q.buffers[s.Inode] = buffer
+		if buffer > 0 {
+			r.fill = max(r.fill, float64(st.queued)/float64(buffer))
 		}
 		if last, seen := q.drops[s.Inode]; seen {
 			r.dropped += uint64(st.drops - last) // wraps as the kernel's counter does
@@ -188,6 +195,11 @@ func (q *udpQueues) refind(now time.Duration) {
 	for inode := range q.drops {
 		if !live[inode] {
 			delete(q.drops, inode)
+		}
+	}
+	for inode := range q.buffers {
+		if !live[inode] {
+			delete(q.buffers, inode)
 		}
 	}
 }
@@ -224,6 +236,7 @@ func (q *udpQueues) filter(cluster, other float64, episode bool, now time.Durati
 		if !s.StillOurs() || attachFilter(s.FD, prog) != nil {
 			continue
 		}
+		q.bound(s)
 		q.filtered = append(q.filtered, s)
 	}
 	q.keep, q.attachedAt, q.checkedAt = keep, now, now
@@ -285,6 +298,7 @@ func (q *udpQueues) unfilter() {
 	for _, s := range q.filtered {
 		if s.StillOurs() {
 			detachFilter(s.FD)
+			q.unbound(s)
 		}
 	}
 	q.filtered = q.filtered[:0]
@@ -293,3 +307,51 @@ func (q *udpQueues) unfilter() {
 
 // noFilter is udpQueues.keep with no filter attached.
 var noFilter = [2]uint32{math.MaxUint32, math.MaxUint32}
+
+// While the filter is on, each listener's receive buffer is bounded to
+// episodeBuffer of its own size (the kernel's default, 208 KiB, holds
+// about 15 ms of a core's work; the bound about 3.7 ms), so that the
+// kernel drops the cluster names' datagrams that the server would only
+// answer late, at the tail, and the queue stays about as long as the
+// bound: never empty while the load is over what the server can do
+// (then the filter's odds drop the rest), never much longer. Without
+// the bound the queue stood at the whole buffer whenever the runtime
+// left the socket unread for 10 ms (it polls the network only when it
+// has nothing else to run, or every 10 ms), and a query waited that
+// long in the socket and as long again behind the burst read after it:
+// a p99 of 26-37 ms at twice the server's saturation rate, against 6-10
+// ms with the bound (make overload's cells, 2026-12-06). The bound comes
+// off with the filter: a queue that does not stand is never cut short.
+const episodeBuffer = 0.25
+
+// minBuffer is the least a bounded buffer is given: the kernel's own
+// minimum is about 2.3 KiB, and a buffer too small to hold a burst of a
+// few queries would drop what a moment's wait answers.
+const minBuffer = 16 << 10
+
+// bound bounds s's receive buffer while the filter is on it. SO_RCVBUF
+// takes half the size it sets (the kernel doubles it for its overhead).
+func (q *udpQueues) bound(s listeners.Socket) {
+	buffer := q.buffers[s.Inode]
+	if buffer == 0 {
+		return // never read: nothing to restore it to
+	}
+	bounded := max(uint32(float64(buffer)*episodeBuffer), minBuffer)
+	if bounded < buffer {
+		_ = unix.SetsockoptInt(s.FD, unix.SOL_SOCKET, unix.SO_RCVBUF, int(bounded/2))
+	}
+}
+
+// unbound gives s its buffer back. SO_RCVBUFFORCE restores a buffer over
+// net.core.rmem_max (which only a privileged process can have set); the
+// plain option, where the process lacks CAP_NET_ADMIN, sets as much of it
+// as the limit allows.
+func (q *udpQueues) unbound(s listeners.Socket) {
+	buffer := q.buffers[s.Inode]
+	if buffer == 0 {
+		return
+	}
+	if unix.SetsockoptInt(s.FD, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, int(buffer/2)) != nil {
+		_ = unix.SetsockoptInt(s.FD, unix.SOL_SOCKET, unix.SO_RCVBUF, int(buffer/2))
+	}
+}

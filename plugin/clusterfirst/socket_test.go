@@ -297,3 +297,93 @@ func TestFilterReplacedAtMostEvery50ms(t *testing.T) {
 		t.Errorf("after a reassertEvery the listener's filter has %d instructions, want the program's %d", got, len(q.prog))
 	}
 }
+
+// rcvbuf is the receive buffer the kernel gives the listener.
+func rcvbuf(t *testing.T, s listeners.Socket) int {
+	t.Helper()
+	n, err := unix.GetsockoptInt(s.FD, unix.SOL_SOCKET, unix.SO_RCVBUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestFilterBoundsTheBufferAndGivesItBack(t *testing.T) {
+	conn, s := listenUDP(t, 256<<10) // the kernel doubles it: 512 KiB
+	whole := rcvbuf(t, s)
+	q := queuesOf(s.Local.Port(), s)
+	q.read(0)
+	if on, _ := q.filter(0, 1, true, 0); !on {
+		t.Fatal("the filter did not go on")
+	}
+	if got, want := rcvbuf(t, s), int(float64(whole)*episodeBuffer); got != want {
+		t.Fatalf("within the episode the buffer is %d bytes, want %d (%g of %d)", got, want, episodeBuffer, whole)
+	}
+
+	// A burst that half the whole buffer holds: the bounded one keeps
+	// what fits and the kernel drops the rest at the tail, where no
+	// cluster name is dropped at random (p 0). The fill is still read
+	// against the whole buffer.
+	truesize := datagramSize(t, conn, s)
+	burst := whole / 2 / truesize
+	send(t, conn.LocalAddr(), burst)
+	r := q.read(time.Millisecond)
+	if r.dropped == 0 || r.fill > episodeBuffer+0.05 {
+		t.Errorf("a burst of %d datagrams of %d bytes into the bounded buffer: %+v, want drops and a fill of at most %g", burst, truesize, r, episodeBuffer)
+	}
+	if read := receive(conn); read == burst || uint64(read)+r.dropped != uint64(burst) {
+		t.Errorf("read %d and dropped %d of %d", read, r.dropped, burst)
+	}
+
+	// Once the episode ends, the buffer is whole again and holds it all.
+	if on, _ := q.filter(0, 0, false, time.Second); on {
+		t.Fatal("the filter stayed on after the episode")
+	}
+	if got := rcvbuf(t, s); got != whole {
+		t.Fatalf("after the episode the buffer is %d bytes, want %d back", got, whole)
+	}
+	send(t, conn.LocalAddr(), burst)
+	if r := q.read(2 * time.Second); r.dropped != 0 {
+		t.Errorf("the same burst after the episode: %d dropped, want 0", r.dropped)
+	}
+	if read := receive(conn); read != burst {
+		t.Errorf("after the episode read %d of %d", read, burst)
+	}
+}
+
+func TestBufferKeptWholeAcrossAReload(t *testing.T) {
+	_, s := listenUDP(t, 256<<10)
+	whole := rcvbuf(t, s)
+	old := queuesOf(s.Local.Port(), s)
+	old.read(0)
+	old.filter(0, 1, true, 0)
+	// The new instance first sees the buffer the old one bounded, then
+	// the whole one once the old one has stopped.
+	next := queuesOf(s.Local.Port(), s)
+	next.read(0)
+	old.unfilter()
+	next.read(time.Millisecond)
+	next.filter(0, 1, true, time.Millisecond)
+	if got, want := rcvbuf(t, s), int(float64(whole)*episodeBuffer); got != want {
+		t.Errorf("bounded by the new instance: %d bytes, want %d", got, want)
+	}
+	next.unfilter()
+	if got := rcvbuf(t, s); got != whole {
+		t.Errorf("after both: %d bytes, want %d back", got, whole)
+	}
+}
+
+// datagramSize is what one query datagram costs the listener's buffer
+// (the kernel charges a buffer's whole allocation, not the payload).
+func datagramSize(t *testing.T, conn *net.UDPConn, s listeners.Socket) int {
+	t.Helper()
+	send(t, conn.LocalAddr(), 1)
+	st, ok := readStats(s.FD)
+	if !ok || st.queued == 0 {
+		t.Fatalf("SO_MEMINFO after one datagram: %+v", st)
+	}
+	if receive(conn) != 1 {
+		t.Fatal("the datagram did not come through")
+	}
+	return int(st.queued)
+}
