@@ -11,7 +11,8 @@
 // as much as keeps the listeners' queues short but never empty, and both
 // in the kernel (a socket filter on the listeners that reads the
 // question's name, socket.go and bpf.go), before the server spends any
-// work on them.
+// work on them; while the filter is on, the listeners' receive buffers
+// are bounded too, so that the queue in them stays short.
 package clusterfirst
 
 import (

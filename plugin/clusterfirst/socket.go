@@ -348,8 +348,8 @@ func (q *udpQueues) bound(s listeners.Socket) {
 // as the limit allows.
 func (q *udpQueues) unbound(s listeners.Socket) {
 	buffer := q.buffers[s.Inode]
-	if buffer == 0 {
-		return
+	if now, err := unix.GetsockoptInt(s.FD, unix.SOL_SOCKET, unix.SO_RCVBUF); buffer == 0 || (err == nil && now >= int(buffer)) {
+		return // never read, or not bounded (too small to be)
 	}
 	if unix.SetsockoptInt(s.FD, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, int(buffer/2)) != nil {
 		_ = unix.SetsockoptInt(s.FD, unix.SOL_SOCKET, unix.SO_RCVBUF, int(buffer/2))
